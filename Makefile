@@ -1,0 +1,45 @@
+# pubmote: every target installs what it needs first (idempotent), so a fresh clone works.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: setup test test-cpython test-micropython lint bench run clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@command -v node >/dev/null || { echo "node not found: install Node.js 20 (apt-get install nodejs)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+lint: setup
+	$(BIN)/ruff check shared firmware host tests bench
+	$(BIN)/mypy
+
+test-cpython: setup
+	$(PY) -m pytest -q
+
+test-micropython: setup
+	$(PY) tests/run_shared.py
+
+## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
+test: lint test-cpython test-micropython
+
+bench: setup
+	$(PY) bench/codec/run.py
+
+run: setup
+	@echo "make run starts the bridge with simulated boards; it lands with the board/bridge issue (#3)."
+	@echo "Until then: '$(BIN)/pubmote --help' lists what the host tool does today."
+	@$(BIN)/pubmote --help
+
+clean:
+	rm -rf build .venv node_modules
