@@ -5,9 +5,23 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: setup test test-cpython test-micropython lint bench run clean
+.PHONY: deb setup test test-cpython test-micropython lint bench run clean
 
-setup: $(VENV)/.installed node_modules/.installed
+# Debian packages the tests run as real peers: nanocat (the original nanomsg).
+DEB_PACKAGES := nanomsg-utils
+
+setup: $(VENV)/.installed node_modules/.installed deb
+
+deb:
+	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else \
+	    echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -43,12 +43,25 @@ def micropython_cmd() -> str:
     return exe
 
 
+HEAP_MARK = re.compile(r"^# unix-heap: (\d+k)\b", re.M)
+
+
+def heap_for(f: Path, default: str) -> str:
+    """A test file may ask for more heap on the 64-bit unix port with a `# unix-heap: NNNk`
+    line saying why (objects there are twice their size on a board)."""
+    m = HEAP_MARK.search(f.read_text())
+    return m.group(1) if m else default
+
+
 def run_unix(lib: Path, files: list[Path], heap: str) -> str:
-    env = dict(os.environ, MICROPYPATH="%s:%s" % (lib, TESTS))
+    env = dict(os.environ, MICROPYPATH=".frozen:%s:%s" % (lib, TESTS))
     out = []
     for f in files:
+        h = heap_for(f, heap)
+        if h != heap:
+            out.append("NOTE %s runs with heap %s\n" % (f.name, h))
         p = subprocess.run(
-            [micropython_cmd(), "-X", "heapsize=" + heap, str(f)],
+            [micropython_cmd(), "-X", "heapsize=" + h, str(f)],
             env=env, cwd=TESTS, capture_output=True, text=True, timeout=TIMEOUT_S,
         )
         out.append(p.stdout + p.stderr)
@@ -100,6 +113,8 @@ def run_all(files: list[Path], mpy: Path, args: argparse.Namespace) -> int:
         ok = failed == 0 and missing == 0 and passed > 0 and "ERROR" not in text
         if args.v or not ok:
             print(text)
+        for note in re.findall(r"^NOTE .*$", text, re.M):
+            print("  " + note)
         print("%-45s %4d passed, %d failed, %d files, %d files died%s"
               % (label + ":", passed, failed, len(results), missing, "" if ok else "  <-- FAILED"))
         bad += not ok

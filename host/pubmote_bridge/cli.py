@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
 import sys
+from pathlib import Path
+from typing import Any
 
 from . import __version__
+
+BRIDGE_EPILOG = """\
+examples:
+  pubmote bridge --sim-boards 2                    two simulated boards, live view
+  pubmote bridge --serial /dev/ttyUSB0:115200 --sp-pub tcp://127.0.0.1:5560
+  pubmote bridge --config gateway.toml --no-view
+
+Subscribers: `nanocat --sub --connect tcp://127.0.0.1:5560 --subscribe /pubmote/ -A`
+receives every relayed message as `<topic URI>|<payload>`. Publishers connect a PUB
+socket to --sp-sub and send the same form; boards whose filters match receive it.
+The TOML config takes the same names as the flags (sp_pub, sim_boards, ...), at top
+level or in a [bridge] table; flags given on the command line override it.
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,7 +34,69 @@ def build_parser() -> argparse.ArgumentParser:
         description="pubmote: publish/subscribe for microcontrollers (gateway side).",
     )
     parser.add_argument("--version", action="version", version="pubmote " + __version__)
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    b = sub.add_parser(
+        "bridge", help="run the gateway bridge between boards and SP/NDN clients",
+        description="Relay board traffic: boards publish and subscribe through this gateway.",
+        epilog=BRIDGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("--sim-boards", type=int, metavar="N",
+                   help="start N simulated boards (sim1..simN: the MicroPython unix port "
+                        "running the firmware, each on a pty opened like a real board)")
+    b.add_argument("--sim-dir", metavar="DIR",
+                   help="where the simulated boards' ptys, configs and logs go "
+                        "(default: a temporary directory removed at exit)")
+    b.add_argument("--sim-period-ms", type=int, metavar="MS",
+                   help="how often the simulated demo boards publish (default 1000)")
+    b.add_argument("--sim-app", metavar="MODULE",
+                   help="the app the simulated boards run (default demo; else a module "
+                        "with `async def main(node)` in --sim-app-dir)")
+    b.add_argument("--sim-app-dir", metavar="DIR", help="directory added to the boards' path")
+    b.add_argument("--serial", action="append", default=[], metavar="PORT[:BAUD]",
+                   help="a board on a serial port (repeatable; default baud 115200); "
+                        "the port is reopened when it disappears and comes back")
+    b.add_argument("--udp", action="append", default=[], metavar="HOST:PORT",
+                   help="listen for boards over UDP (WiFi boards; repeatable)")
+    b.add_argument("--tcp", action="append", default=[], metavar="HOST:PORT",
+                   help="listen for boards over TCP (WiFi boards; repeatable)")
+    b.add_argument("--sp-pub", action="append", default=[], metavar="URL",
+                   help="bind an SP PUB endpoint (tcp://HOST:PORT or ipc:///PATH) where "
+                        "nanomsg/nng SUB sockets receive `<topic URI>|<payload>`")
+    b.add_argument("--sp-sub", action="append", default=[], metavar="URL",
+                   help="bind an SP SUB endpoint where nanomsg/nng PUB sockets publish "
+                        "`<topic URI>|<payload>` to the boards")
+    b.add_argument("--gateway", metavar="NAME",
+                   help="this gateway's name; its NDN prefix is /pubmote/gw/NAME (default gw)")
+    b.add_argument("--config", metavar="FILE", help="TOML configuration; flags override it")
+    view = b.add_mutually_exclusive_group()
+    view.add_argument("--view", dest="view", action="store_true", default=None,
+                      help="show the live terminal view (default when stdout is a terminal)")
+    view.add_argument("--no-view", dest="view", action="store_false",
+                      help="log lines instead of the live view")
+    b.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+
+    s = sub.add_parser(
+        "sim", help="run simulated boards on their own, for a bridge started separately",
+        description="Start N simulated boards (sim1..simN) on ptys in DIR and keep them "
+                    "running; a bridge opens DIR/simK.tty with --serial. Ctrl-C stops them.")
+    s.add_argument("--boards", type=int, default=2, metavar="N", help="how many (default 2)")
+    s.add_argument("--dir", required=True, metavar="DIR", help="where the ptys go")
+    s.add_argument("--period-ms", type=int, default=1000, metavar="MS",
+                   help="demo publishing period (default 1000)")
+    s.add_argument("--app", default="demo", metavar="MODULE",
+                   help="the board app to run: demo (default) or a module with "
+                        "`async def main(node)` found in --app-dir")
+    s.add_argument("--app-dir", metavar="DIR", help="directory added to the boards' path")
+    s.add_argument("--app-config", default="{}", metavar="JSON",
+                   help="extra keys for every board's config, as a JSON object")
+
+    d = sub.add_parser(
+        "dissect", help="decode an NDN packet or LpPacket as a JSON tree",
+        description="Print the canonical JSON tree of one NDN packet or NDNLPv2 LpPacket: "
+                    "element names, Names as URIs, binary values as hex, notify parameters "
+                    "and signature validity. Same output as `micropython -m "
+                    "pubmote_wire.dissect HEX` on a board.")
+    d.add_argument("hex", metavar="HEX", help="the packet as hex, or - to read hex from stdin")
     return parser
 
 
@@ -24,6 +106,105 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "dissect":
+        return _dissect(args)
+    if args.command == "sim":
+        return _run_until_interrupted(_sim(args))
+    if args.command == "bridge":
+        return _bridge(args)
+    parser.error("unknown command")
+    return 2
+
+
+def _dissect(args: argparse.Namespace) -> int:
+    from pubmote_wire import dissect
+
+    text = sys.stdin.read() if args.hex == "-" else args.hex
+    out, ok = dissect.dissect_hex(text)
+    print(out)
+    return 0 if ok else 1
+
+
+def _bridge(args: argparse.Namespace) -> int:
+    from .bridge import load_config
+
+    overrides: dict[str, Any] = {
+        "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
+        "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
+        "sim_app_dir": args.sim_app_dir, "serial": args.serial, "udp": args.udp,
+        "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
+        "gateway": args.gateway}
+    try:
+        cfg = load_config(args.config, overrides)
+    except (OSError, ValueError) as e:
+        print("pubmote bridge: %s" % e, file=sys.stderr)
+        return 2
+    if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"]):
+        print("pubmote bridge: no boards: give --sim-boards N, --serial PORT, --udp or --tcp "
+              "(see pubmote bridge --help)", file=sys.stderr)
+        return 2
+    view = sys.stdout.isatty() if args.view is None else args.view
+    level = logging.WARNING if view else (logging.DEBUG if args.verbose > 1 else logging.INFO)
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return _run_until_interrupted(_run_bridge(cfg, view))
+
+
+async def _run_bridge(cfg: dict[str, Any], view: bool) -> None:
+    from .bridge import Bridge
+
+    async with Bridge(cfg) as bridge:
+        log = logging.getLogger("pubmote.bridge")
+        log.info("bridge up: gateway %s, %d faces, SP %s", cfg["gateway"],
+                 len(bridge.faces), [ep.url for ep in bridge.sp])
+        if bridge.fleet is not None:
+            for b in bridge.fleet.boards:
+                log.info("simulated board %s on %s (log %s)", b.name, b.port, b.log_path)
+        if view:
+            from .view import live_view
+
+            await live_view(bridge)
+        else:
+            await bridge.wait()
+
+
+async def _sim(args: argparse.Namespace) -> None:
+    from .sim import SimFleet
+
+    extra = json.loads(args.app_config)
+    if not isinstance(extra, dict):
+        raise ValueError("--app-config must be a JSON object")
+    fleet = SimFleet(args.boards, Path(args.dir), period_ms=args.period_ms, app=args.app,
+                     app_dir=Path(args.app_dir) if args.app_dir else None, extra=extra)
+    fleet.start()
+    try:
+        for b in fleet.boards:
+            print("%s %s" % (b.name, b.port), flush=True)
+        while True:
+            await asyncio.sleep(1)
+            for b in fleet.boards:
+                if not b.alive():
+                    print("%s exited; see %s" % (b.name, b.log_path), file=sys.stderr)
+                    b.start()
+    finally:
+        fleet.stop()
+
+
+def _run_until_interrupted(coro: Any) -> int:
+    """Run coro; SIGINT/SIGTERM cancel it so every `finally` runs and nothing is left behind."""
+
+    async def runner() -> None:
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(runner())
+    except (OSError, ValueError) as e:
+        print("pubmote: %s" % e, file=sys.stderr)
+        return 1
     return 0
 
 

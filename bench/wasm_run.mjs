@@ -1,0 +1,35 @@
+// Run one MicroPython script on the 32-bit WebAssembly MicroPython under node, with a
+// library directory copied into its /lib. usage: node bench/wasm_run.mjs LIBDIR SCRIPT [ARG]
+import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
+import fs from "node:fs";
+import path from "node:path";
+
+const [libDir, script, ...args] = process.argv.slice(2);
+
+function copyTree(FS, src, dst) {
+  try { FS.mkdirTree(dst); } catch (e) { /* exists */ }
+  for (const ent of fs.readdirSync(src, { withFileTypes: true })) {
+    const s = path.join(src, ent.name);
+    if (ent.isDirectory()) {
+      if (ent.name !== "__pycache__") copyTree(FS, s, dst + "/" + ent.name);
+    } else {
+      FS.writeFile(dst + "/" + ent.name, fs.readFileSync(s));
+    }
+  }
+}
+
+const mp = await loadMicroPython({
+  heapsize: 512 * 1024,
+  stdout: (line) => process.stdout.write(line + "\n"),
+  stderr: (line) => process.stderr.write(line + "\n"),
+  linebuffer: true,
+});
+copyTree(mp.FS, libDir, "/lib");
+mp.FS.writeFile("/main.py", fs.readFileSync(script));
+const argv = JSON.stringify(["main.py", ...args]);
+try {
+  mp.runPython("import sys\nsys.argv[:] = " + argv + "\nexec(open('/main.py').read(), {'__name__': '__main__'})\n");
+} catch (e) {
+  console.log("ERROR " + String(e));
+  process.exit(1);
+}

@@ -1,0 +1,50 @@
+# The demo app every board runs: a CBOR temperature reading each second, and an echo of
+# every command it receives, published on .../ack.
+import asyncio
+
+from pubmote_wire import cbor
+
+try:
+    from time import ticks_ms
+except ImportError:  # CPython
+    import time
+
+    def ticks_ms():
+        return int(time.monotonic() * 1000)
+
+
+def read_temperature(seq):
+    """The board's sensor: the RP2040/ESP32 internal sensor where there is one, else a
+    deterministic waveform so simulated boards publish plausible values."""
+    try:
+        from machine import ADC
+
+        adc = ADC(4)  # RP2040 internal temperature sensor
+        volts = adc.read_u16() * 3.3 / 65535
+        return 27 - (volts - 0.706) / 0.001721
+    except (ImportError, ValueError, OSError, TypeError, AttributeError):
+        return 20.0 + (seq % 20) * 0.25
+
+
+async def publisher(node, period_ms=1000):
+    base = "/pubmote/demo/%s/" % node.name
+    seq = 0
+    while True:
+        reading = {"seq": seq, "t_ms": ticks_ms(), "celsius": read_temperature(seq)}
+        await node.publish(base + "temperature", cbor.dumps(reading))
+        seq += 1
+        await asyncio.sleep(period_ms / 1000)
+
+
+async def commander(node):
+    base = "/pubmote/demo/%s/" % node.name
+    sub = node.subscribe(base + "command")
+    while True:
+        msg = await sub.recv()
+        await node.publish(base + "ack", msg.payload)
+
+
+async def main(node, period_ms=1000):
+    asyncio.create_task(node.run())
+    asyncio.create_task(commander(node))
+    await publisher(node, period_ms)

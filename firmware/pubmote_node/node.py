@@ -1,0 +1,443 @@
+# The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
+# prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
+import asyncio
+import os
+
+from pubmote_wire import cbor, framing, interest, lp, name, notify, sp, tlv
+from pubmote_wire.errors import DecodeError
+from pubmote_wire.signature import DigestSigner
+
+try:
+    from time import ticks_diff, ticks_ms
+except ImportError:  # CPython, for host-side tests of the node
+    import time
+
+    def ticks_ms():
+        return int(time.monotonic() * 1000)
+
+    def ticks_diff(a, b):
+        return a - b
+
+
+MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
+REGISTER = name.from_uri("/pubmote/ctl/register")
+HELLO = name.from_uri("/pubmote/ctl/hello")
+_MSG = name.generic(b"msg")
+_SIGNER = DigestSigner()
+
+
+class Message:
+    """A received message: topic (URI bytes), payload (bytes), publisher (URI bytes)."""
+
+    def __init__(self, topic, payload, publisher):
+        self.topic = topic
+        self.payload = payload
+        self.publisher = publisher
+
+    def __repr__(self):
+        return "<Message %s %d B>" % (self.topic, len(self.payload))
+
+
+class Subscription:
+    """Prefix filters with nanomsg SUB semantics and a bounded receive queue."""
+
+    def __init__(self, node, prefixes, queue_len):
+        self._node = node
+        self.filter = sp.SubFilter()
+        self._q = []
+        self._qlen = queue_len
+        self._ev = asyncio.Event()
+        self.dropped = 0
+        for p in prefixes:
+            self.filter.subscribe(_as_bytes(p))
+
+    def subscribe(self, prefix):
+        self.filter.subscribe(_as_bytes(prefix))
+        self._node._filters_changed()
+
+    def unsubscribe(self, prefix):
+        found = self.filter.unsubscribe(_as_bytes(prefix))
+        self._node._filters_changed()
+        return found
+
+    def _offer(self, msg):
+        if len(self._q) >= self._qlen:
+            self._q.pop(0)  # keep the newest: a sensor subscriber wants the latest value
+            self.dropped += 1
+        self._q.append(msg)
+        self._ev.set()
+
+    async def recv(self):
+        """Wait for the next message that matches this subscription's filters."""
+        while not self._q:
+            self._ev.clear()
+            await self._ev.wait()
+        return self._q.pop(0)
+
+    def pending(self):
+        return len(self._q)
+
+    def close(self):
+        self._node._drop_subscription(self)
+
+
+def _as_bytes(s):
+    return s.encode() if isinstance(s, str) else bytes(s)
+
+
+class _Pending:
+    # one outstanding Interest of ours, keyed by its full name
+    def __init__(self):
+        self.ev = asyncio.Event()
+        self.data = None
+        self.nacked = False
+
+
+class Node:
+    """A board's pubmote endpoint.
+
+    config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
+    "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
+    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000}.
+    Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
+    """
+
+    def __init__(self, config, link=None):
+        self.name = config["name"]
+        self.config = config
+        self.prefix = name.from_uri(config.get("prefix", "/pubmote/node/" + self.name))
+        self._link_cfg = config
+        self._link = link
+        self.max_soft = config.get("max_soft", 8)
+        self.max_soft_bytes = config.get("max_soft_bytes", 4096)
+        self.queue_len = config.get("queue_len", 16)
+        self.timeout_ms = config.get("timeout_ms", 1500)
+        self.retries = config.get("retries", 3)
+        self.keepalive_ms = config.get("keepalive_ms", 3000)
+        self._tx = bytearray(MAX_PACKET)
+        self._txv = memoryview(self._tx)
+        self._frame = bytearray(framing.frame_size_max(MAX_PACKET))
+        self._rx = bytearray(256)
+        self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
+        self._lock = asyncio.Lock()
+        self._pending = {}  # full Interest name -> _Pending
+        self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
+        self._soft_bytes = 0
+        self._seen = []  # NotifyNonces recently delivered to us (duplicate notifies)
+        self._subs = []
+        self._filters_dirty = asyncio.Event()
+        self._up = False
+        self.connected = False
+        self.gateway = None
+        self.counters = {
+            "published": 0, "acked": 0, "publish_failed": 0, "soft_full": 0,
+            "received": 0, "filtered": 0, "dup_notify": 0, "fetch_failed": 0,
+            "sent_frames": 0, "bad_packets": 0, "nacks": 0, "reconnects": 0,
+            "registrations": 0, "pending_full": 0,
+        }
+
+    # ---- public API -------------------------------------------------------------------
+
+    def subscribe(self, *prefixes):
+        """Subscribe to byte prefixes of `<topic URI>|<payload>` (empty matches all)."""
+        sub = Subscription(self, prefixes, self.queue_len)
+        self._subs.append(sub)
+        self._filters_changed()
+        return sub
+
+    async def publish(self, topic, payload):
+        """Publish payload on topic (a URI); return True once the bridge has acked it.
+
+        Returns False (and counts it) when the soft state is full or every retry timed out;
+        the message is then forgotten, never half-delivered twice.
+        """
+        payload = _as_bytes(payload)
+        topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
+        nonce = os.urandom(4)
+        n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload, signer=_SIGNER)
+        if n + 64 > MAX_PACKET:
+            raise ValueError("payload too large for one packet")
+        if len(self._soft) >= self.max_soft or self._soft_bytes + n > self.max_soft_bytes:
+            self.counters["soft_full"] += 1
+            return False
+        data = bytes(self._txv[0:n])
+        self._soft[nonce] = data
+        self._soft_bytes += n
+        self.counters["published"] += 1
+        try:
+            for _ in range(self.retries + 1):
+                n = notify.encode_notify_interest(
+                    self._tx, 0, topic_name, self.prefix, nonce,
+                    lifetime_ms=self.timeout_ms, signer=_SIGNER)
+                if await self._express(n) is not None:
+                    self.counters["acked"] += 1
+                    return True
+            self.counters["publish_failed"] += 1
+            return False
+        finally:
+            self._soft.pop(nonce, None)
+            self._soft_bytes -= len(data)
+
+    def stats(self):
+        """Counters, link state and queue depths, for the app and the bridge's view."""
+        s = dict(self.counters)
+        s["connected"] = self.connected
+        s["soft_state"] = len(self._soft)
+        s["pending"] = len(self._pending)
+        s["sub_dropped"] = sum(x.dropped for x in self._subs)
+        s["frames_bad"] = self._dec.frames_bad_crc + self._dec.frames_bad_cobs + self._dec.frames_oversize
+        return s
+
+    def filters(self):
+        out = []
+        for s in self._subs:
+            for p in s.filter.prefixes():
+                if p not in out:
+                    out.append(p)
+        return out
+
+    # ---- connectivity -----------------------------------------------------------------
+
+    async def run(self):
+        """Keep the link up forever: open, register, keep alive, reopen on any fault."""
+        from . import links
+
+        backoff_ms = 200
+        while True:
+            link = self._link or links.from_config(self._link_cfg)
+            try:
+                await link.open()
+            except OSError:
+                await asyncio.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, 5000)
+                continue
+            backoff_ms = 200
+            self._link = link
+            self._up = True
+            reader = asyncio.create_task(self._read_loop(link))
+            try:
+                await self._session()
+            except OSError:
+                pass
+            finally:
+                self._up = False
+                self.connected = False
+                reader.cancel()
+                link.close()
+                self._fail_pending()
+                self.counters["reconnects"] += 1
+            await asyncio.sleep(0.2)
+
+    async def _session(self):
+        # register, then re-register on filter changes and as a keepalive; two missed
+        # keepalives in a row mean the bridge is gone (restarted, or the cable pulled)
+        missed = 0
+        while self._up:
+            ok = await self._register()
+            if ok:
+                missed = 0
+                self.connected = True
+            else:
+                missed += 1
+                if missed >= 2:
+                    self.connected = False
+                if missed >= 6:
+                    raise OSError("bridge not answering")
+            self._filters_dirty.clear()
+            wait_ms = self.keepalive_ms if self.connected else 500
+            try:
+                await asyncio.wait_for(self._filters_dirty.wait(), wait_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _register(self):
+        params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
+                             "filters": self.filters()})
+        n = interest.encode_interest(
+            self._tx, 0, REGISTER + name.generic(self.name.encode()),
+            nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True)
+        data = await self._express(n)
+        if data is None:
+            return False
+        self.counters["registrations"] += 1
+        try:
+            info = cbor.loads(data.content)
+            self.gateway = info.get("gateway")
+        except (DecodeError, AttributeError):
+            pass
+        return True
+
+    def _filters_changed(self):
+        self._filters_dirty.set()
+
+    def _drop_subscription(self, sub):
+        if sub in self._subs:
+            self._subs.remove(sub)
+            self._filters_changed()
+
+    def _fail_pending(self):
+        for p in self._pending.values():
+            p.ev.set()
+        self._pending = {}
+
+    # ---- packets ----------------------------------------------------------------------
+
+    async def _send(self, pkt):
+        if not self._up:
+            raise OSError("link down")
+        async with self._lock:
+            n = framing.encode_frame(self._frame, 0, pkt)
+            await self._link.write(memoryview(self._frame)[0:n])
+            self.counters["sent_frames"] += 1
+
+    async def _express(self, n):
+        """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack).
+
+        The packet is copied before the first await: other tasks encode into self._tx."""
+        pkt = bytes(self._txv[0:n])
+        full = _interest_name(pkt, n)
+        if full in self._pending or len(self._pending) >= 16:
+            self.counters["pending_full"] += 1
+            return None
+        p = _Pending()
+        self._pending[full] = p
+        try:
+            await self._send(pkt)
+            try:
+                await asyncio.wait_for(p.ev.wait(), self.timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                return None
+            return p.data
+        except OSError:
+            return None
+        finally:
+            self._pending.pop(full, None)
+
+    async def _read_loop(self, link):
+        rx = self._rx
+        mv = memoryview(rx)
+        while True:
+            try:
+                n = await link.readinto(rx)
+            except OSError:
+                n = 0
+            if not n:
+                self._up = False
+                self._filters_dirty.set()  # wake the session so it notices
+                return
+            for pkt in self._dec.feed(mv[0:n]):
+                try:
+                    self._on_packet(pkt)
+                except DecodeError:
+                    self.counters["bad_packets"] += 1
+
+    def _on_packet(self, pkt):
+        typ = pkt[0]
+        if typ == 0x06:
+            d = _decode_data(pkt)
+            p = self._pending.get(bytes(d.name))
+            if p is not None:
+                p.data = d
+                p.ev.set()
+        elif typ == 0x05:
+            self._on_interest(pkt)
+        elif typ == 0x64:
+            pk = lp.decode_lp(pkt)
+            if pk.nack_reason is not None and pk.fragment is not None:
+                self.counters["nacks"] += 1
+                i = interest.decode_interest(pk.fragment)
+                p = self._pending.get(bytes(i.name))
+                if p is not None:
+                    p.ev.set()
+            elif pk.fragment is not None:
+                self._on_packet(bytes(pk.fragment))
+        else:
+            raise DecodeError("not an NDN packet")
+
+    def _on_interest(self, pkt):
+        i = interest.decode_interest(pkt)
+        nm = bytes(i.name)
+        plen = len(self.prefix)
+        if nm[:plen] == self.prefix and nm[plen : plen + len(_MSG)] == _MSG:
+            # a fetch of one of our messages: the nonce is the last component
+            comps = name.components(nm)
+            nonce = bytes(name.component_type_value(comps[-1])[1])
+            data = self._soft.get(nonce)
+            if data is not None:
+                asyncio.create_task(self._send_quiet(data))
+            return
+        if nm[: len(HELLO)] == HELLO:
+            self._filters_dirty.set()
+            return
+        try:
+            topic, publisher, nonce, fwd, _ = notify.parse_notify_interest(pkt)
+        except DecodeError:
+            return  # not for us; the bridge routes only our prefix and notifies here
+        asyncio.create_task(self._on_notify(nm, bytes(topic), bytes(publisher), bytes(nonce)))
+
+    async def _send_quiet(self, data):
+        try:
+            await self._send(data)
+        except OSError:
+            pass
+
+    async def _on_notify(self, notify_name, topic, publisher, nonce):
+        # seed 000 as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
+        key = publisher + nonce
+        if key in self._seen:
+            self.counters["dup_notify"] += 1
+            await self._ack(notify_name)
+            return
+        data = None
+        for _ in range(self.retries):
+            n = notify.encode_msg_interest(self._tx, 0, publisher, topic, nonce,
+                                           interest_nonce=_nonce32(), lifetime_ms=self.timeout_ms)
+            data = await self._express(n)
+            if data is not None:
+                break
+        if data is None:
+            self.counters["fetch_failed"] += 1
+            return
+        self._seen.append(key)
+        if len(self._seen) > 32:
+            self._seen.pop(0)
+        topic_uri = name.to_uri(topic).encode()
+        payload = bytes(data.content) if data.content is not None else b""
+        self.counters["received"] += 1
+        msg = None
+        line = topic_uri + b"|" + payload
+        for s in self._subs:
+            if s.filter.matches(line):
+                if msg is None:
+                    msg = Message(topic_uri, payload, name.to_uri(publisher).encode())
+                s._offer(msg)
+        if msg is None:
+            self.counters["filtered"] += 1
+        await self._ack(notify_name)
+
+    async def _ack(self, notify_name):
+        buf = bytearray(len(notify_name) + 96)
+        n = notify.encode_ack_data(buf, 0, notify_name, signer=_SIGNER)
+        try:
+            await self._send(memoryview(buf)[0:n])
+        except OSError:
+            pass
+
+
+def _nonce32():
+    b = os.urandom(4)
+    return (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
+
+
+def _interest_name(buf, n):
+    r = tlv.TLVReader(buf, 0, n)
+    r.expect(0x05)
+    r2 = tlv.TLVReader(buf, r.vstart, r.vend)
+    r2.expect(0x07)
+    return bytes(buf[r2.vstart : r2.vend])
+
+
+def _decode_data(pkt):
+    from pubmote_wire import data
+
+    return data.decode_data(pkt)

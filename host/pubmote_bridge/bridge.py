@@ -1,0 +1,189 @@
+"""`pubmote bridge`: assemble the hub, the board faces, the SP endpoints and the simulated
+boards from a configuration, run them until cancelled, and tear everything down."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pubmote_wire import sp
+
+from .faces import BoardFace, SerialFace, StreamFace, UdpServer
+from .hub import Hub
+from .sim import SimFleet
+from .sp_endpoints import SpEndpoint
+
+log = logging.getLogger("pubmote.bridge")
+
+DEFAULT_BAUD = 115200
+
+DEFAULTS: dict[str, Any] = {
+    "gateway": "gw",
+    "serial": [],
+    "udp": [],
+    "tcp": [],
+    "sp_pub": [],
+    "sp_sub": [],
+    "sim_boards": 0,
+    "sim_dir": None,
+    "sim_period_ms": 1000,
+    "sim_app": "demo",
+    "sim_app_dir": None,
+    "sim_app_config": {},
+    "timeout_ms": 2000,
+    "board_queue_len": 64,
+}
+
+
+def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Defaults, then the TOML file (top-level keys or a [bridge] table), then flags."""
+    cfg = dict(DEFAULTS)
+    if path:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        data = data.get("bridge", data)
+        unknown = set(data) - set(DEFAULTS)
+        if unknown:
+            raise ValueError("unknown keys in %s: %s" % (path, ", ".join(sorted(unknown))))
+        for k, v in data.items():
+            cfg[k] = v
+    for k, v in overrides.items():
+        if v is None or v == []:
+            continue
+        cfg[k] = v
+    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub"):
+        if isinstance(cfg[k], str):
+            cfg[k] = [cfg[k]]
+    return cfg
+
+
+def parse_serial(spec: str) -> tuple[str, int]:
+    """`/dev/ttyUSB0:115200` -> (port, baud); the baud rate is optional."""
+    port, sep, baud = spec.rpartition(":")
+    if sep and baud.isdigit():
+        return port, int(baud)
+    return spec, DEFAULT_BAUD
+
+
+def parse_hostport(spec: str) -> tuple[str, int]:
+    host, sep, port = spec.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError("expected HOST:PORT, got %r" % spec)
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+class Bridge:
+    """A running bridge; use `async with Bridge(cfg) as b:` then `await b.wait()`."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.hub = Hub(gateway=cfg["gateway"], timeout_ms=cfg["timeout_ms"],
+                       board_queue_len=cfg["board_queue_len"])
+        self.faces: list[BoardFace] = []
+        self.udp: list[UdpServer] = []
+        self.sp: list[SpEndpoint] = []
+        self.servers: list[asyncio.AbstractServer | asyncio.DatagramTransport] = []
+        self.fleet: SimFleet | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def __aenter__(self) -> Bridge:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _add_serial(self, port: str, baud: int) -> SerialFace:
+        face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state)
+        self.faces.append(face)
+        self._tasks.append(asyncio.create_task(face.run()))
+        return face
+
+    async def start(self) -> None:
+        cfg = self.cfg
+        loop = asyncio.get_running_loop()
+        for url in cfg["sp_pub"]:
+            ep = SpEndpoint(self.hub, url, sp.PUB)
+            await ep.start()
+            self.sp.append(ep)
+        for url in cfg["sp_sub"]:
+            ep = SpEndpoint(self.hub, url, sp.SUB)
+            await ep.start()
+            self.sp.append(ep)
+        for spec in cfg["tcp"]:
+            host, port = parse_hostport(spec)
+            srv = await loop.create_server(
+                lambda: StreamFace(self.hub.on_packet, self._stream_state), host, port,
+                reuse_address=True)
+            self.servers.append(srv)
+        for spec in cfg["udp"]:
+            host, port = parse_hostport(spec)
+            transport, proto = await loop.create_datagram_endpoint(
+                lambda: UdpServer(self.hub.on_packet, self.hub.face_state),
+                local_addr=(host, port))
+            self.udp.append(proto)
+            self.servers.append(transport)
+        for spec in cfg["serial"]:
+            self._add_serial(*parse_serial(spec))
+        if cfg["sim_boards"]:
+            workdir = cfg["sim_dir"]
+            if not workdir:
+                self._tmp = tempfile.TemporaryDirectory(prefix="pubmote-sim-")
+                workdir = self._tmp.name
+            app_dir = cfg["sim_app_dir"]
+            self.fleet = SimFleet(int(cfg["sim_boards"]), Path(workdir),
+                                  period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
+                                  app_dir=Path(app_dir) if app_dir else None,
+                                  extra=dict(cfg["sim_app_config"]))
+            self.fleet.start()
+            for b in self.fleet.boards:
+                self._add_serial(b.port, DEFAULT_BAUD)
+
+    def _stream_state(self, face: BoardFace) -> None:
+        if face.up and face not in self.faces:
+            self.faces.append(face)
+        elif not face.up and face in self.faces:
+            self.faces.remove(face)
+        self.hub.face_state(face)
+
+    def all_faces(self) -> list[BoardFace]:
+        out = list(self.faces)
+        for u in self.udp:
+            out.extend(u.faces.values())
+        return out
+
+    async def wait(self) -> None:
+        """Run until cancelled."""
+        await asyncio.Event().wait()
+
+    async def stop(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for f in self.faces:
+            f.close()
+        for ep in self.sp:
+            await ep.close()
+        for s in self.servers:
+            s.close()
+            if isinstance(s, asyncio.AbstractServer):
+                with contextlib.suppress(Exception):
+                    await s.wait_closed()
+        await self.hub.close()
+        if self.fleet is not None:
+            self.fleet.stop()
+            self.fleet = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

@@ -1,0 +1,404 @@
+"""The pub/sub hub: boards register their filters, publish with seed 000 (the hub fetches
+and acks) and receive with seed 000 (the hub publishes, the board fetches and acks).
+
+Every message that reaches the hub fans out to every listener (SP PUB clients, the
+journal, the view) and to every board whose seed-001 filters match `<topic URI>|<payload>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pubmote_wire import cbor, lp, notify, sp
+from pubmote_wire import data as ndn_data
+from pubmote_wire import interest as ndn_interest
+from pubmote_wire import name as ndn_name
+from pubmote_wire.errors import DecodeError
+from pubmote_wire.signature import DigestSigner
+
+from .faces import BoardFace
+from .forwarder import Face, Forwarder
+
+log = logging.getLogger("pubmote.hub")
+
+REGISTER = ndn_name.from_uri("/pubmote/ctl/register")
+HELLO = ndn_name.from_uri("/pubmote/ctl/hello")
+MSG = ndn_name.generic(b"msg")
+SIGNER = DigestSigner()
+# room for everything but the names and payload in a notify/msg packet: TLV headers,
+# notify and msg components, params digest, nonces, lifetime, signature info and value
+_OVERHEAD = 256
+
+
+class Message:
+    """One relayed message. `topic` is the topic's URI as bytes."""
+
+    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv")
+
+    def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.origin = origin
+        self.ingress = ingress
+        self.t_recv = time.time()
+
+    def line(self) -> bytes:
+        """The SP form: `<topic URI>|<payload>`, what seed-001 filters match against."""
+        return self.topic + b"|" + self.payload
+
+
+Listener = Callable[[Message], None]
+
+
+class BoardState:
+    """What the hub knows of one board, keyed by the name it registered with."""
+
+    def __init__(self, name: str, prefix: bytes, face: BoardFace, queue_len: int) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.face = face
+        self.filter = sp.SubFilter()
+        self.filters: list[bytes] = []
+        self.registered_at = time.time()
+        self.last_seen = time.time()
+        self.registrations = 0
+        self.outbox: deque[Message] = deque()
+        self.queue_len = queue_len
+        self.wake = asyncio.Event()
+        self.worker: asyncio.Task[None] | None = None
+        self.last: dict[bytes, bytes] = {}
+        self.counters = {"published": 0, "delivered": 0, "dropped": 0, "fetch_failed": 0,
+                         "deliver_failed": 0, "duplicates": 0}
+
+    def set_filters(self, filters: list[bytes]) -> None:
+        f = sp.SubFilter()
+        for p in filters:
+            f.subscribe(p)
+        self.filter = f
+        self.filters = list(filters)
+
+    def enqueue(self, msg: Message) -> None:
+        if len(self.outbox) >= self.queue_len:
+            self.outbox.popleft()
+            self.counters["dropped"] += 1
+        self.outbox.append(msg)
+        self.wake.set()
+
+
+class TopicStats:
+    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last_payload = b""
+        self.last_origin = ""
+        self.last_time = 0.0
+        self.rate = 0.0
+        self._t0 = time.monotonic()
+        self._n0 = 0
+
+    def add(self, msg: Message) -> None:
+        self.count += 1
+        self.last_payload = msg.payload
+        self.last_origin = msg.origin
+        self.last_time = msg.t_recv
+        now = time.monotonic()
+        if now - self._t0 >= 2.0:
+            self.rate = (self.count - self._n0) / (now - self._t0)
+            self._t0, self._n0 = now, self.count
+
+
+class Hub:
+    """The bridge's pub/sub core; faces hand it packets through `on_packet`."""
+
+    def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
+                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256) -> None:
+        self.gateway = gateway
+        self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
+        self.fwd = Forwarder()
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.board_queue_len = board_queue_len
+        self.window = window
+        self.max_boards = max_boards
+        self.boards: dict[str, BoardState] = {}
+        self.faces: dict[int, BoardFace] = {}
+        self.topics: dict[bytes, TopicStats] = {}
+        self.listeners: list[Listener] = []
+        self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
+        self._inflight: set[bytes] = set()
+        self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
+                         "unknown_board_refused": 0, "fetch_failed": 0}
+
+    # ---- faces ---------------------------------------------------------------------
+
+    def face_state(self, face: BoardFace) -> None:
+        if face.up:
+            self.faces[face.face_id] = face
+            # a board that was on this line before the bridge (re)started hears a hello
+            # and re-registers at once instead of waiting for its keepalive
+            face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
+                                                 nonce=_nonce(), lifetime_ms=1000))
+        else:
+            self.faces.pop(face.face_id, None)
+            self.fwd.remove_face(face)
+
+    def on_packet(self, face: BoardFace, pkt: bytes) -> None:
+        try:
+            typ = pkt[0]
+            if typ == 0x05:
+                self._on_interest(face, pkt)
+            elif typ == 0x06:
+                d = ndn_data.decode_data(pkt)
+                self.fwd.satisfy(bytes(d.name), pkt, face)
+            elif typ == 0x64:
+                self._on_lp(face, pkt)
+            else:
+                raise DecodeError("not an NDN packet (type %d)" % typ)
+        except DecodeError as e:
+            self.counters["bad_packets"] += 1
+            log.debug("bad packet from %s: %s", face.label, e)
+
+    def _on_lp(self, face: BoardFace, pkt: bytes) -> None:
+        p = lp.decode_lp(pkt)
+        if p.fragment is None:
+            return
+        if p.nack_reason is not None:
+            self.counters["nacks_recv"] += 1
+            i = ndn_interest.decode_interest(p.fragment)
+            self.fwd.nack(bytes(i.name))
+            return
+        self.on_packet(face, bytes(p.fragment))
+
+    def _on_interest(self, face: BoardFace, pkt: bytes) -> None:
+        i = ndn_interest.decode_interest(pkt)
+        nm = bytes(i.name)
+        if nm.startswith(REGISTER):
+            self._on_register(face, i, nm)
+            return
+        plen = len(self.prefix)
+        if nm.startswith(self.prefix) and nm[plen:plen + len(MSG)] == MSG:
+            comps = ndn_name.components(nm)
+            nonce = bytes(ndn_name.component_type_value(comps[-1])[1])
+            served = self._serve.get(nonce)
+            if served is not None:
+                face.send_packet(served)
+            else:
+                self._send_nack(face, pkt)
+            return
+        try:
+            topic, publisher, nonce, _fwd, _ = notify.parse_notify_interest(pkt)
+        except DecodeError:
+            topic = None
+        if topic is not None:
+            self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce)))
+            return
+        # anything else is forwarded along the FIB (an app or board serving that prefix)
+        hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
+        if not hops:
+            self.fwd.counters["no_route"] += 1
+            self._send_nack(face, pkt)
+            return
+        if self.fwd.add_pending(nm, i.nonce, i.lifetime_ms or 4000, face=face):
+            for h in hops:
+                h.send_packet(pkt)
+
+    def _send_nack(self, face: BoardFace, pkt: bytes) -> None:
+        buf = bytearray(len(pkt) + 32)
+        n = lp.encode_nack(buf, 0, pkt, lp.NACK_NO_ROUTE)
+        face.send_packet(bytes(buf[:n]))
+        self.counters["nacks_sent"] += 1
+
+    def _on_register(self, face: BoardFace, i: ndn_interest.Interest, nm: bytes) -> None:
+        try:
+            info = cbor.loads(bytes(i.app_params or b""))
+            bname = str(info["name"])
+            prefix = ndn_name.from_uri(str(info["prefix"]))
+            filters = [bytes(f) for f in info.get("filters", [])]
+        except (DecodeError, KeyError, TypeError, ValueError) as e:
+            self.counters["bad_packets"] += 1
+            log.warning("bad registration from %s: %s", face.label, e)
+            self._send_nack(face, ndn_interest.encode(nm, nonce=_nonce()))
+            return
+        b = self.boards.get(bname)
+        if b is None:
+            if len(self.boards) >= self.max_boards:
+                self.counters["unknown_board_refused"] += 1
+                return
+            b = BoardState(bname, prefix, face, self.board_queue_len)
+            self.boards[bname] = b
+            log.info("board %s registered on %s", bname, face.label)
+        elif b.face is not face or b.prefix != prefix:
+            self.fwd.remove_route(b.prefix, b.face)
+            log.info("board %s moved to %s", bname, face.label)
+        b.face, b.prefix = face, prefix
+        face.board = bname
+        if filters != b.filters:
+            b.set_filters(filters)
+        b.registrations += 1
+        b.last_seen = time.time()
+        self.fwd.add_route(prefix, face)
+        if b.worker is None or b.worker.done():
+            b.worker = self._spawn(self._deliver_loop(b))
+        b.wake.set()
+        reply = ndn_data.encode(nm, cbor.dumps({"gateway": ndn_name.to_uri(self.prefix)}),
+                                freshness_ms=0, signer=SIGNER)
+        face.send_packet(reply)
+
+    # ---- board -> hub: seed 000 with the hub as the subscriber ----------------------
+
+    async def _on_notify(self, face: BoardFace, notify_name: bytes, topic: bytes,
+                         publisher: bytes, nonce: bytes) -> None:
+        key = publisher + b"\x00" + nonce
+        if key in self._done:
+            self._count_board(face, "duplicates")
+            self._ack(face, notify_name)
+            return
+        if key in self._inflight:
+            return  # a retransmitted notify; the ack of the first answers both (same name)
+        self._inflight.add(key)
+        try:
+            payload = await self._fetch(face, publisher, topic, nonce)
+            if payload is None:
+                self.counters["fetch_failed"] += 1
+                self._count_board(face, "fetch_failed")
+                return
+            self._done[key] = True
+            while len(self._done) > 4096:
+                self._done.popitem(last=False)
+            origin = face.board or ndn_name.to_uri(publisher)
+            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label)
+            self._count_board(face, "published")
+            b = self.boards.get(face.board or "")
+            if b is not None:
+                b.last[msg.topic] = payload
+                b.last_seen = time.time()
+            self.publish(msg)
+            # ack only after the message is handed to every subscriber: an acked message
+            # is never lost by a crash of the board
+            self._ack(face, notify_name)
+        finally:
+            self._inflight.discard(key)
+
+    def _count_board(self, face: BoardFace, key: str) -> None:
+        b = self.boards.get(face.board or "")
+        if b is not None:
+            b.counters[key] += 1
+
+    async def _fetch(self, face: BoardFace, publisher: bytes, topic: bytes,
+                     nonce: bytes) -> bytes | None:
+        hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce)) or [face]
+        buf = bytearray(len(publisher) + len(topic) + _OVERHEAD)
+        for _ in range(self.retries):
+            n = notify.encode_msg_interest(buf, 0, publisher, topic, nonce,
+                                           interest_nonce=_nonce(), lifetime_ms=self.timeout_ms)
+            pkt = bytes(buf[:n])
+            reply = await self._express(pkt, hops)
+            if reply is not None:
+                d = ndn_data.decode_data(reply)
+                return bytes(d.content) if d.content is not None else b""
+        return None
+
+    async def _express(self, pkt: bytes, hops: Sequence[Face]) -> bytes | None:
+        i = ndn_interest.decode_interest(pkt)
+        fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+
+        def sink(reply: bytes | None) -> None:
+            if not fut.done():
+                fut.set_result(reply)
+
+        if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink):
+            for h in hops:
+                h.send_packet(pkt)
+        return await fut
+
+    def _ack(self, face: BoardFace, notify_name: bytes) -> None:
+        face.send_packet(bytes(_encode_ack(notify_name)))
+
+    # ---- fan-out ----------------------------------------------------------------------
+
+    def publish(self, msg: Message) -> None:
+        """Relay one message to every listener and every board whose filters match."""
+        self.counters["messages"] += 1
+        stats = self.topics.get(msg.topic)
+        if stats is None:
+            stats = self.topics[msg.topic] = TopicStats()
+        stats.add(msg)
+        for listener in self.listeners:
+            try:
+                listener(msg)
+            except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
+                log.exception("listener failed")
+        line = msg.line()
+        for b in self.boards.values():
+            if b.filter.matches(line):
+                b.enqueue(msg)
+
+    # ---- hub -> board: seed 000 with the hub as the publisher -------------------------
+
+    async def _deliver_loop(self, b: BoardState) -> None:
+        sem = asyncio.Semaphore(self.window)
+        while True:
+            while not b.outbox:
+                b.wake.clear()
+                await b.wake.wait()
+            if not b.face.up:
+                await asyncio.sleep(0.2)
+                continue
+            msg = b.outbox.popleft()
+            await sem.acquire()
+            self._spawn(self._deliver_one(b, msg, sem))
+
+    async def _deliver_one(self, b: BoardState, msg: Message, sem: asyncio.Semaphore) -> None:
+        nonce = os.urandom(4)
+        try:
+            topic = ndn_name.from_uri(msg.topic.decode())
+            buf = bytearray(len(topic) + len(self.prefix) + len(msg.payload) + _OVERHEAD)
+            n = notify.encode_msg_data(buf, 0, self.prefix, topic, nonce, msg.payload,
+                                       signer=SIGNER)
+            self._serve[nonce] = bytes(buf[:n])
+            for _ in range(self.retries):
+                nb = bytearray(len(topic) + len(self.prefix) + _OVERHEAD)
+                n = notify.encode_notify_interest(nb, 0, topic, self.prefix, nonce,
+                                                  lifetime_ms=self.timeout_ms, signer=SIGNER)
+                if await self._express(bytes(nb[:n]), [b.face]) is not None:
+                    b.counters["delivered"] += 1
+                    return
+                if not b.face.up:
+                    break
+            b.counters["deliver_failed"] += 1
+        finally:
+            self._serve.pop(nonce, None)
+            sem.release()
+
+    # ---- lifetime ----------------------------------------------------------------------
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.fwd.close()
+
+
+def _encode_ack(notify_name: bytes) -> bytearray:
+    buf = bytearray(len(notify_name) + _OVERHEAD)
+    n = notify.encode_ack_data(buf, 0, notify_name, signer=SIGNER)
+    return buf[:n]
+
+
+def _nonce() -> int:
+    return int.from_bytes(os.urandom(4), "big")

@@ -1,0 +1,318 @@
+# A small CBOR (RFC 8949) subset for envelopes: ints (to 64 bits), bytes, text, arrays,
+# maps, false/true/null and floats; definite lengths only, no tags.
+# Encoding: ints in the shortest head (preferred serialisation); map keys sorted bytewise
+# by their encoding (RFC 8949 4.2.1) so that CPython and MicroPython emit the same bytes;
+# floats always as 64-bit doubles (exact, and what cbor2 emits by default). Decoding accepts half, single
+# and double floats. Nesting is limited to 16 levels; no length is trusted before the
+# bytes exist (each item needs at least one byte, so a count is checked against them).
+import struct
+
+from .compat import const
+from .errors import DecodeError, EncodeError
+
+MAX_DEPTH = const(16)
+_MAX_U64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _head_size(arg):
+    if arg < 24:
+        return 1
+    if arg <= 0xFF:
+        return 2
+    if arg <= 0xFFFF:
+        return 3
+    if arg <= 0xFFFFFFFF:
+        return 5
+    return 9
+
+
+def _write_head(buf, off, major, arg):
+    m = major << 5
+    if arg < 24:
+        buf[off] = m | arg
+        return 1
+    if arg <= 0xFF:
+        buf[off] = m | 24
+        buf[off + 1] = arg
+        return 2
+    if arg <= 0xFFFF:
+        w = 2
+        buf[off] = m | 25
+    elif arg <= 0xFFFFFFFF:
+        w = 4
+        buf[off] = m | 26
+    else:
+        w = 8
+        buf[off] = m | 27
+    i = off + w
+    while i > off:
+        buf[i] = arg & 0xFF
+        arg >>= 8
+        i -= 1
+    return 1 + w
+
+
+def _text_bytes(s):
+    return s.encode("utf-8")
+
+
+def size(obj, depth=0):
+    """Bytes dumps(obj) takes. EncodeError for unsupported types or values, and for
+    more than MAX_DEPTH nested containers (what decode() accepts; stops cycles too)."""
+    if obj is None or obj is True or obj is False:
+        return 1
+    t = type(obj)
+    if t is int:
+        if obj >= 0:
+            if obj > _MAX_U64:
+                raise EncodeError("int too large for CBOR")
+            return _head_size(obj)
+        if obj < -1 - _MAX_U64:
+            raise EncodeError("int too small for CBOR")
+        return _head_size(-1 - obj)
+    if t is float:
+        return 9
+    if t is bytes or t is bytearray or t is memoryview:
+        n = len(obj)
+        return _head_size(n) + n
+    if t is str:
+        n = len(_text_bytes(obj))
+        return _head_size(n) + n
+    if (t is list or t is tuple or t is dict) and depth >= MAX_DEPTH:
+        raise EncodeError("CBOR nesting too deep")
+    if t is list or t is tuple:
+        n = _head_size(len(obj))
+        for x in obj:
+            n += size(x, depth + 1)
+        return n
+    if t is dict:
+        n = _head_size(len(obj))
+        for k in obj:
+            n += size(k, depth + 1) + size(obj[k], depth + 1)
+        return n
+    raise EncodeError("type not supported by CBOR subset")
+
+
+def encode_into(buf, off, obj):
+    """Write obj at buf[off]; return the bytes written (size(obj) is checked first)."""
+    if off + size(obj) > len(buf):
+        raise EncodeError("buffer too small for CBOR item")
+    return _enc(buf, off, obj)
+
+
+def _enc(buf, off, obj):
+    if obj is None:
+        buf[off] = 0xF6
+        return 1
+    if obj is True:
+        buf[off] = 0xF5
+        return 1
+    if obj is False:
+        buf[off] = 0xF4
+        return 1
+    t = type(obj)
+    if t is int:
+        if obj >= 0:
+            return _write_head(buf, off, 0, obj)
+        return _write_head(buf, off, 1, -1 - obj)
+    if t is float:
+        buf[off] = 0xFB
+        struct.pack_into(">d", buf, off + 1, obj)
+        return 9
+    if t is str:
+        obj = _text_bytes(obj)
+        major = 3
+    elif t is bytes or t is bytearray or t is memoryview:
+        major = 2
+    else:
+        major = 0
+    if major:
+        n = len(obj)
+        h = _write_head(buf, off, major, n)
+        buf[off + h : off + h + n] = obj
+        return h + n
+    p = off
+    if t is dict:
+        p += _write_head(buf, p, 5, len(obj))
+        if len(obj) == 1:
+            for k in obj:
+                p += _enc(buf, p, k)
+                p += _enc(buf, p, obj[k])
+            return p - off
+        # Keys in RFC 8949 section 4.2.1 order (bytewise by encoded key), so every runtime
+        # writes the same bytes: MicroPython's dict order is hash order, not insertion.
+        keys = [(dumps(k), k) for k in obj]
+        keys.sort()
+        for kb, k in keys:
+            n = len(kb)
+            buf[p : p + n] = kb
+            p += n
+            p += _enc(buf, p, obj[k])
+        return p - off
+    p += _write_head(buf, p, 4, len(obj))
+    for x in obj:
+        p += _enc(buf, p, x)
+    return p - off
+
+
+def dumps(obj):
+    """obj as CBOR bytes. Lists and tuples encode as arrays, dicts as maps."""
+    buf = bytearray(size(obj))
+    _enc(buf, 0, obj)
+    return bytes(buf)
+
+
+def _half(h):
+    # IEEE 754 binary16 by hand: struct's "e" format is missing on older MicroPython.
+    import math
+
+    exp = (h >> 10) & 0x1F
+    mant = h & 0x3FF
+    if exp == 0:
+        v = math.ldexp(mant, -24)
+    elif exp == 31:
+        v = float("inf") if mant == 0 else float("nan")
+    else:
+        v = math.ldexp(mant + 1024, exp - 25)
+    return -v if h & 0x8000 else v
+
+
+def _check_utf8(b):
+    # CPython's decoder is strict already; MicroPython's lets surrogates and overlong
+    # forms through, so check the structure by hand (RFC 3629).
+    i = 0
+    n = len(b)
+    while i < n:
+        c = b[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            k = 1
+            lo, hi = 0x80, 0xBF
+        elif 0xE0 <= c <= 0xEF:
+            k = 2
+            lo = 0xA0 if c == 0xE0 else 0x80
+            hi = 0x9F if c == 0xED else 0xBF
+        elif 0xF0 <= c <= 0xF4:
+            k = 3
+            lo = 0x90 if c == 0xF0 else 0x80
+            hi = 0x8F if c == 0xF4 else 0xBF
+        else:
+            raise DecodeError("invalid UTF-8")
+        if i + k >= n:
+            raise DecodeError("truncated UTF-8")
+        d = b[i + 1]
+        if d < lo or d > hi:
+            raise DecodeError("invalid UTF-8")
+        for j in range(i + 2, i + 1 + k):
+            if b[j] & 0xC0 != 0x80:
+                raise DecodeError("invalid UTF-8")
+        i += 1 + k
+
+
+try:
+    import sys as _sys
+
+    _STRICT_DECODE = _sys.implementation.name != "micropython"
+except (ImportError, AttributeError):  # pragma: no cover
+    _STRICT_DECODE = False
+
+
+def _dec(buf, off, end, depth):
+    if off >= end:
+        raise DecodeError("truncated CBOR")
+    ib = buf[off]
+    major = ib >> 5
+    ai = ib & 0x1F
+    p = off + 1
+    if ai < 24:
+        arg = ai
+    elif ai <= 27:
+        w = 1 << (ai - 24)
+        if p + w > end:
+            raise DecodeError("truncated CBOR head")
+        if major == 7:
+            if ai == 24:
+                raise DecodeError("unsupported simple value")
+            if ai == 25:
+                return _half((buf[p] << 8) | buf[p + 1]), 3
+            if ai == 26:
+                return struct.unpack(">f", bytes(buf[p : p + 4]))[0], 5
+            return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
+        arg = 0
+        for i in range(p, p + w):
+            arg = (arg << 8) | buf[i]
+        p += w
+    elif ai == 31:
+        raise DecodeError("indefinite length not supported")
+    else:
+        raise DecodeError("reserved additional information")
+    if major == 0:
+        return arg, p - off
+    if major == 1:
+        return -1 - arg, p - off
+    if major == 2 or major == 3:
+        if arg > end - p:
+            raise DecodeError("CBOR string runs past end of input")
+        v = bytes(buf[p : p + arg])
+        if major == 3:
+            if not _STRICT_DECODE:
+                _check_utf8(v)
+            try:
+                v = v.decode("utf-8")
+            except UnicodeError:
+                raise DecodeError("invalid UTF-8") from None
+        return v, p + arg - off
+    if major == 4 or major == 5:
+        if depth >= MAX_DEPTH:
+            raise DecodeError("CBOR nesting too deep")
+        # Every item takes at least one byte: a count larger than what is left is a lie.
+        per = 1 if major == 4 else 2
+        if arg > (end - p) // per:
+            raise DecodeError("CBOR container runs past end of input")
+        if major == 4:
+            out = []
+            for _ in range(arg):
+                v, n = _dec(buf, p, end, depth + 1)
+                p += n
+                out.append(v)
+            return out, p - off
+        out = {}
+        for _ in range(arg):
+            k, n = _dec(buf, p, end, depth + 1)
+            p += n
+            v, n = _dec(buf, p, end, depth + 1)
+            p += n
+            if type(k) is list or type(k) is dict:
+                raise DecodeError("unhashable CBOR map key")
+            if k in out:
+                raise DecodeError("duplicate CBOR map key")
+            out[k] = v
+        return out, p - off
+    if major == 6:
+        raise DecodeError("CBOR tags not supported")
+    # major 7 with a small argument
+    if arg == 20:
+        return False, 1
+    if arg == 21:
+        return True, 1
+    if arg == 22:
+        return None, 1
+    raise DecodeError("unsupported simple value")
+
+
+def decode(buf, off=0):
+    """Decode one item at buf[off]: return (obj, size). Byte strings come back as bytes,
+    text as str, arrays as lists, maps as dicts (duplicate keys are a DecodeError)."""
+    if off < 0 or off > len(buf):
+        raise DecodeError("offset out of range")
+    return _dec(buf, off, len(buf), 0)
+
+
+def loads(data):
+    """Decode exactly one item spanning all of data (trailing bytes: DecodeError)."""
+    obj, n = _dec(data, 0, len(data), 0)
+    if n != len(data):
+        raise DecodeError("trailing bytes after CBOR item")
+    return obj

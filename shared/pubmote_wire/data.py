@@ -1,0 +1,183 @@
+# NDN Data packets (v0.3): Name, MetaInfo, Content, SignatureInfo, SignatureValue; encode
+# into a caller's buffer (signature over Name..SignatureInfo), decode into memoryviews.
+from .compat import const
+from .errors import DecodeError, EncodeError
+from .signature import SIGNATURE_INFO, DigestSigner, _comp_end, _walk, parse_info, verify
+from .tlv import (
+    TLVReader,
+    is_critical,
+    nonneg_tlv_size,
+    tl_size,
+    write_nonneg_tlv,
+    write_tl,
+    write_tlv,
+)
+
+DATA = const(0x06)
+_NAME = const(0x07)
+_META_INFO = const(0x14)
+_CONTENT = const(0x15)
+_SIG_INFO = const(0x16)
+_SIG_VALUE = const(0x17)
+_CONTENT_TYPE = const(0x18)
+_FRESHNESS = const(0x19)
+_FINAL_BLOCK_ID = const(0x1A)
+
+# ContentType values.
+BLOB = const(0)
+LINK = const(1)
+KEY = const(2)
+NACK = const(3)
+
+_DIGEST = DigestSigner()
+
+
+def _clear(d):
+    d.name = d.content_type = d.freshness_ms = d.final_block_id = d.content = None
+    d.sig_type = d.sig_key_name = d.sig_nonce = d.sig_time_ms = d.sig_seq = None
+    d.sig_value = None
+    d._s0 = d._s1 = -1
+
+
+# A decoded Data packet; byte fields are memoryview slices of the input.
+class Data:
+
+    def __init__(self):
+        _clear(self)
+        self._r = TLVReader(b"")
+        self._q = TLVReader(b"")
+
+    # [(start, end)] of the input the signature covers (Name through SignatureInfo).
+    @property
+    def signed_regions(self):
+        if self._s1 < 0:
+            return None
+        return [(self._s0, self._s1)]
+
+
+def _encode(buf, off, name, content, ct, fresh, fbi, signer):
+    # Sizes by arithmetic, then fields written in place (buf None: return the size only).
+    if signer is None:
+        signer = _DIGEST
+    m = 0
+    if ct is not None:
+        m += nonneg_tlv_size(_CONTENT_TYPE, ct)
+    if fresh is not None:
+        m += nonneg_tlv_size(_FRESHNESS, fresh)
+    if fbi is not None:
+        m += tl_size(_FINAL_BLOCK_ID, len(fbi))
+    vl = tl_size(_NAME, len(name)) + signer.info_size() + 2 + signer.sig_len
+    if m:
+        vl += tl_size(_META_INFO, m)
+    if content is not None:
+        vl += tl_size(_CONTENT, len(content))
+    total = tl_size(DATA, vl)
+    if buf is None:
+        return total
+    if off + total > len(buf):
+        raise EncodeError("buffer too small")
+    p = off + write_tl(buf, off, DATA, vl)
+    s0 = p
+    p += write_tlv(buf, p, _NAME, name)
+    if m:
+        p += write_tl(buf, p, _META_INFO, m)
+        if ct is not None:
+            p += write_nonneg_tlv(buf, p, _CONTENT_TYPE, ct)
+        if fresh is not None:
+            p += write_nonneg_tlv(buf, p, _FRESHNESS, fresh)
+        if fbi is not None:
+            p += write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
+    if content is not None:
+        p += write_tlv(buf, p, _CONTENT, content)
+    p += signer.write_info(buf, p, SIGNATURE_INFO)
+    p += write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
+    return p - off
+
+
+# Write a Data packet at buf[off]; return the bytes written (buf None: just count).
+# name is a Name (bytes-like TLV-VALUE); final_block_id is a whole component TLV.
+# MetaInfo is written only when one of its fields is given; signer=None signs with
+# DigestSha256.
+def encode_data(buf, off, name, content=None, *, content_type=None, freshness_ms=None,
+                final_block_id=None, signer=None):
+    return _encode(buf, off, name, content, content_type, freshness_ms, final_block_id, signer)
+
+
+# Bytes encode_data will write for the same arguments.
+def data_size(name, content=None, **kw):
+    return encode_data(None, 0, name, content, **kw)
+
+
+# Convenience: the Data packet as bytes (name may also be a URI str here).
+def encode(name, content=None, **kw):
+    if isinstance(name, str):
+        from .name import from_uri
+
+        name = from_uri(name)
+    buf = bytearray(encode_data(None, 0, name, content, **kw))
+    encode_data(buf, 0, name, content, **kw)
+    return bytes(buf)
+
+
+# Parse one Data TLV that fills buf exactly; return a Data (into, if given).
+def decode_data(buf, into=None):
+    d = into if into is not None else Data()
+    mv = memoryview(buf)
+    r = d._r
+    r.reset(buf)
+    if not r.next() or r.typ != DATA or r.vend != len(mv):
+        raise DecodeError("not one Data")
+    _clear(d)
+    d._s0 = r.vstart
+    r.reset(buf, r.vstart, r.vend)
+    rank = 0
+    while r.next():
+        t = r.typ
+        vs = r.vstart
+        ve = r.vend
+        if rank == 0:
+            if t != _NAME:
+                raise DecodeError("Data must start with a Name")
+            _walk(buf, vs, ve, False)
+            d.name = mv[vs:ve]
+            rank = 1
+            continue
+        k = t - 0x12 if 0x14 <= t <= 0x17 else 0  # MetaInfo 2 .. SignatureValue 5
+        if k <= rank:  # unknown, repeated or out of order
+            if is_critical(t):
+                raise DecodeError("unknown or misplaced critical TLV")
+            continue
+        rank = k
+        if k == 3:
+            d.content = mv[vs:ve]
+        elif k == 2:
+            q = d._q
+            q.reset(buf, vs, ve)
+            while q.next():
+                t = q.typ
+                if t == _CONTENT_TYPE and d.content_type is None:
+                    d.content_type = q.nonneg()
+                elif t == _FRESHNESS and d.freshness_ms is None:
+                    d.freshness_ms = q.nonneg()
+                elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
+                    if q.vend == q.vstart or _comp_end(buf, q.vstart, q.vend)[2] != q.vend:
+                        raise DecodeError("FinalBlockId must hold one name component")
+                    d.final_block_id = mv[q.vstart : q.vend]
+                elif is_critical(t):
+                    raise DecodeError("unknown or repeated critical TLV in MetaInfo")
+        elif k == 4:
+            parse_info(d, d._q, buf, vs, ve, False)
+            d._s1 = ve
+        else:
+            d.sig_value = mv[vs:ve]
+    if d._s1 < 0 or d.sig_value is None:
+        raise DecodeError("Data without Name or signature")
+    return d
+
+
+# Check the signature of a decoded Data against its input bytes.
+def verify_data(d, buf, key=None):
+    regions = d.signed_regions
+    if regions is None:
+        return False
+    return verify(d.sig_type, d.sig_value, buf, regions, key)

@@ -1,0 +1,181 @@
+# Link framing for serial lines (UART, USB CDC): CRC-16/CCITT-FALSE then COBS, 0x00-delimited.
+# On the wire a frame is 00 | COBS(payload | crc16 big-endian) | 00. The leading 00 ends any
+# garbage the receiver holds (a reset board, line noise), so each frame resynchronises it;
+# an empty frame (two 00s in a row) is not an error and is skipped silently.
+from .errors import EncodeError
+
+MAX_FRAME = 1024  # default largest payload, bytes (CRC and COBS overhead not included)
+
+
+def crc16(data, crc=0xFFFF):
+    """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, xorout 0).
+    Table-free: a few shifts per byte, no 512-byte table on the board's heap."""
+    for b in data:
+        x = ((crc >> 8) ^ b) & 0xFF
+        x ^= x >> 4
+        crc = ((crc << 8) ^ (x << 12) ^ (x << 5) ^ x) & 0xFFFF
+    return crc
+
+
+def frame_size_max(n):
+    """Largest encoded frame, delimiters included, for an n-byte payload."""
+    body = n + 2
+    return body + body // 254 + 1 + 2
+
+
+def encode_frame(buf, off, payload):
+    """Write 00 | COBS(payload | crc) | 00 at buf[off]; return the bytes written."""
+    n = len(payload)
+    if off + frame_size_max(n) > len(buf):
+        raise EncodeError("buffer too small for frame")
+    crc = crc16(payload)
+    buf[off] = 0
+    code_at = off + 1  # where the current block's code byte goes
+    p = code_at + 1
+    code = 1
+    total = n + 2
+    i = 0
+    while i < total:
+        if i < n:
+            b = payload[i]
+        elif i == n:
+            b = crc >> 8
+        else:
+            b = crc & 0xFF
+        i += 1
+        if code_at < 0:
+            # A full block of 254 bytes has no implied zero; the next block is opened
+            # only when more input comes, so the canonical form has no empty last block.
+            code_at = p
+            p += 1
+            code = 1
+        if b == 0:
+            buf[code_at] = code
+            code_at = p
+            p += 1
+            code = 1
+        else:
+            buf[p] = b
+            p += 1
+            code += 1
+            if code == 0xFF:
+                buf[code_at] = code
+                code_at = -1
+    if code_at >= 0:
+        buf[code_at] = code
+    buf[p] = 0
+    return p + 1 - off
+
+
+def encode(payload):
+    """Convenience: the framed payload as new bytes."""
+    buf = bytearray(frame_size_max(len(payload)))
+    n = encode_frame(buf, 0, payload)
+    return bytes(buf[:n])
+
+
+class FrameDecoder:
+    """Incremental decoder: feed() any chunks, get back complete payloads.
+
+    Never raises on bad input and never grows: the decoded frame lives in one
+    preallocated bytearray of max_frame + 2 bytes. Bad frames are dropped and counted:
+    frames_bad_crc (also frames too short to hold a CRC), frames_bad_cobs (a block cut
+    short by a delimiter), frames_oversize (longer than max_frame; skipped to the next
+    delimiter). bytes_discarded counts every non-delimiter byte of dropped frames."""
+
+    def __init__(self, max_frame=MAX_FRAME):
+        self.max_frame = max_frame
+        self._buf = bytearray(max_frame + 2)
+        self._mv = memoryview(self._buf)
+        self.frames_ok = 0
+        self.frames_bad_crc = 0
+        self.frames_bad_cobs = 0
+        self.frames_oversize = 0
+        self.bytes_discarded = 0
+        self._reset()
+
+    def _reset(self):
+        self._len = 0  # decoded bytes so far
+        self._left = 0  # data bytes left in the current block; 0 = next byte is a code
+        self._zero = False  # the current block ends with an implied zero
+        self._raw = 0  # encoded bytes seen in this frame
+        self._skip = False  # oversize: discard to the next delimiter
+
+    def stats(self):
+        return {
+            "frames_ok": self.frames_ok,
+            "frames_bad_crc": self.frames_bad_crc,
+            "frames_bad_cobs": self.frames_bad_cobs,
+            "frames_oversize": self.frames_oversize,
+            "bytes_discarded": self.bytes_discarded,
+        }
+
+    def _end(self):
+        # A delimiter: returns the decoded length of a good frame, or -1.
+        raw = self._raw
+        if raw == 0:
+            return -1  # empty frame between two delimiters: resync filler, not an error
+        n = self._len
+        skip = self._skip
+        left = self._left
+        self._reset()
+        if skip:
+            self.bytes_discarded += raw
+            return -1
+        if left:
+            self.frames_bad_cobs += 1
+            self.bytes_discarded += raw
+            return -1
+        buf = self._buf
+        if n < 2 or crc16(self._mv[: n - 2]) != (buf[n - 2] << 8) | buf[n - 1]:
+            self.frames_bad_crc += 1
+            self.bytes_discarded += raw
+            return -1
+        self.frames_ok += 1
+        return n - 2
+
+    def feed_cb(self, chunk, cb):
+        """Feed bytes; call cb(memoryview) for each good payload. The view is only valid
+        during the call (the buffer is reused): copy it to keep it. Returns the count."""
+        count = 0
+        buf = self._buf
+        cap = len(buf)
+        for b in chunk:
+            if b == 0:
+                n = self._end()
+                if n >= 0:
+                    count += 1
+                    cb(self._mv[:n])
+                continue
+            self._raw += 1
+            if self._skip:
+                continue
+            if self._left == 0:
+                # A code byte: the previous block's implied zero becomes real now that
+                # we know another block follows.
+                if self._zero:
+                    if self._len >= cap:
+                        self._oversize()
+                        continue
+                    buf[self._len] = 0
+                    self._len += 1
+                self._left = b - 1
+                self._zero = b != 0xFF
+            else:
+                if self._len >= cap:
+                    self._oversize()
+                    continue
+                buf[self._len] = b
+                self._len += 1
+                self._left -= 1
+        return count
+
+    def _oversize(self):
+        self._skip = True
+        self.frames_oversize += 1
+
+    def feed(self, chunk):
+        """Feed bytes; return a list of the complete good payloads (as bytes)."""
+        out = []
+        self.feed_cb(chunk, lambda mv: out.append(bytes(mv)))
+        return out

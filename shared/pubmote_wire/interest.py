@@ -1,0 +1,288 @@
+# NDN Interest packets (v0.3): encode into a caller's buffer, decode into memoryview fields,
+# ParametersSha256DigestComponent and signed Interests (DigestSha256 / HmacWithSha256).
+from struct import pack_into
+
+from .compat import const, sha256
+from .errors import DecodeError, EncodeError
+from .signature import _walk, parse_info, verify
+from .tlv import (
+    TLVReader,
+    is_critical,
+    nonneg_tlv_size,
+    tl_size,
+    write_nonneg_tlv,
+    write_tl,
+    write_tlv,
+)
+
+_NAME = const(0x07)
+_FORWARDING_HINT = const(0x1E)
+_APP_PARAMS = const(0x24)
+# Known elements in their v0.3 order; _RANK[type] - 1 is the place (a table: no allocation).
+_RANK = bytearray(0x2F)
+for _k, _t in enumerate(b"\x07\x21\x12\x1e\x0a\x0c\x22\x24\x2c\x2e"):
+    _RANK[_t] = _k + 1
+
+
+def _strip_digest(name):
+    # The name without its ParametersSha256Digest component(s); the substring test is
+    # cheap and nearly always false, so the walk is rare.
+    name = bytes(name)
+    while b"\x02\x20" in name:
+        dp = _walk(name, 0, len(name), False)
+        if dp < 0:
+            break
+        name = name[:dp] + name[dp + 34 :]
+    return name
+
+
+def _clear(i):
+    i.name = i.forwarding_hint = i.nonce = i.lifetime_ms = i.hop_limit = None
+    i.app_params = i.sig_type = i.sig_key_name = i.sig_nonce = i.sig_time_ms = None
+    i.sig_seq = i.sig_value = None
+    i.can_be_prefix = i.must_be_fresh = i.params_digest_ok = False
+    i._ns = i._ne = i._dp = i._as = i._se = -1
+
+
+# A decoded Interest. Fields are memoryview slices of the input; nonce is an int.
+class Interest:
+
+    def __init__(self):
+        _clear(self)
+        self._r = TLVReader(b"")
+        self._q = TLVReader(b"")
+
+    # [(start, end)] of the input the signature covers, or None if unsigned: the name
+    # around the params digest (a signed Interest always has one), then parameters..info.
+    @property
+    def signed_regions(self):
+        if self._se < 0:
+            return None
+        return [(self._ns, self._dp), (self._dp + 34, self._ne), (self._as, self._se)]
+
+
+def _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq):
+    vl = tl_size(_NAME, nl)
+    if cbp:
+        vl += 2
+    if mbf:
+        vl += 2
+    if fh:
+        vl += tl_size(_FORWARDING_HINT, _fh_len(fh))
+    if nonce is not None:
+        if nonce < 0 or nonce > 0xFFFFFFFF:
+            raise EncodeError("nonce must fit 4 bytes")
+        vl += 6
+    if lifetime is not None:
+        vl += nonneg_tlv_size(0x0C, lifetime)
+    if hop is not None:
+        if hop < 0 or hop > 255:
+            raise EncodeError("hop limit must fit 1 byte")
+        vl += 3
+    if al >= 0:
+        vl += tl_size(_APP_PARAMS, al)
+    if signer is not None:
+        vl += signer.info_size(True, sn, st, sq) + 2 + signer.sig_len
+    return vl
+
+
+def _fh_len(fh):
+    n = 0
+    for f in fh:
+        n += tl_size(_NAME, len(f))
+    return n
+
+
+def _encode(buf, off, name, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn, st, sq,
+            fill, fa, fb, fc):
+    # Sizes by arithmetic, then fields written in place (buf None: return the size only).
+    # With fill, ap is the ApplicationParameters length and fill(buf, off, fa, fb, fc)
+    # writes its value, so the notify parameters need no bytes object of their own.
+    if fill is not None:
+        al = ap
+    elif ap is not None:
+        al = len(ap)
+    elif signer is not None:
+        ap = b""
+        al = 0
+    else:
+        al = -1
+    if al >= 0:
+        name = _strip_digest(name)
+    nl0 = len(name)
+    nl = nl0 + 34 if al >= 0 else nl0
+    vl = _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq)
+    total = tl_size(5, vl)
+    if buf is None:
+        return total
+    if off + total > len(buf):
+        raise EncodeError("buffer too small")
+    p = off + write_tl(buf, off, 5, vl)
+    p += write_tl(buf, p, _NAME, nl)
+    ns = p
+    p += nl0
+    buf[ns:p] = name
+    ne = p
+    if al >= 0:
+        buf[p : p + 2] = b"\x02\x20"
+        p += 34
+    if cbp:
+        p += write_tl(buf, p, 0x21, 0)
+    if mbf:
+        p += write_tl(buf, p, 0x12, 0)
+    if fh:
+        p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
+        for f in fh:
+            p += write_tlv(buf, p, _NAME, f)
+    if nonce is not None:
+        pack_into(">BBI", buf, p, 0x0A, 4, nonce)
+        p += 6
+    if lifetime is not None:
+        p += write_nonneg_tlv(buf, p, 0x0C, lifetime)
+    if hop is not None:
+        pack_into("BBB", buf, p, 0x22, 1, hop)
+        p += 3
+    if al >= 0:
+        a0 = p
+        p += write_tl(buf, p, _APP_PARAMS, al)
+        if fill is not None:
+            fill(buf, p, fa, fb, fc)
+        else:
+            buf[p : p + al] = ap
+        p += al
+        mv = memoryview(buf)
+        if signer is not None:
+            p += signer.write_info(buf, p, 0x2C, sn, st, sq)
+            sig = signer.sign2(mv, ns, ne, a0, p)
+            p += write_tlv(buf, p, 0x2E, sig)
+        # The digest covers ApplicationParameters through the end of the Interest.
+        buf[ne + 2 : ne + 34] = sha256(mv[a0:p]).digest()
+    return p - off
+
+
+# Write an Interest at buf[off]; return the bytes written (buf None: just count).
+# name is a Name (bytes-like TLV-VALUE). With app_params or signer the
+# ParametersSha256Digest component is computed and appended (one already in name is
+# replaced). nonce=None leaves the Nonce out.
+def encode_interest(buf, off, name, *, can_be_prefix=False, must_be_fresh=False,
+                    forwarding_hint=None, nonce=None, lifetime_ms=None, hop_limit=None,
+                    app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
+                    sig_seq=None):
+    return _encode(buf, off, name, can_be_prefix, must_be_fresh, forwarding_hint, nonce,
+                   lifetime_ms, hop_limit, app_params, signer, sig_nonce, sig_time_ms,
+                   sig_seq, None, None, None, None)
+
+
+# Bytes encode_interest will write for the same arguments.
+def interest_size(name, **kw):
+    return encode_interest(None, 0, name, **kw)
+
+
+# Convenience: the Interest as bytes (name may also be a URI str here).
+def encode(name, **kw):
+    if isinstance(name, str):
+        from .name import from_uri
+
+        name = from_uri(name)
+    buf = bytearray(encode_interest(None, 0, name, **kw))
+    encode_interest(buf, 0, name, **kw)
+    return bytes(buf)
+
+
+# Parse one Interest TLV that fills buf exactly; return an Interest (into, if given).
+def decode_interest(buf, into=None):
+    i = into if into is not None else Interest()
+    mv = memoryview(buf)
+    r = i._r
+    r.reset(buf)
+    if not r.next() or r.typ != 5 or r.vend != len(mv):
+        raise DecodeError("not one Interest")
+    _clear(i)
+    r.reset(buf, r.vstart, r.vend)
+    rank = -1  # place of the last known element; later out-of-order ones count as unknown
+    nxt = r.pos
+    while r.next():
+        s = nxt
+        t = r.typ
+        vs = r.vstart
+        ve = nxt = r.vend
+        k = _RANK[t] - 1 if t < 0x2F else -1
+        if rank < 0:
+            if k != 0:
+                raise DecodeError("Interest must start with a Name")
+            i._dp = _walk(buf, vs, ve, True)
+            i.name = mv[vs:ve]
+            i._ns = vs
+            i._ne = ve
+        elif k <= rank:  # unknown, repeated or out of order
+            if is_critical(t):
+                raise DecodeError("unknown or misplaced critical TLV")
+            continue
+        elif k == 4:
+            if ve - vs != 4:
+                raise DecodeError("Nonce must be 4 bytes")
+            i.nonce = r.nonneg()
+        elif k == 5:
+            i.lifetime_ms = r.nonneg()
+        elif k == 7:
+            i.app_params = mv[vs:ve]
+            i._as = s
+        elif k == 8:
+            parse_info(i, i._q, buf, vs, ve, True)
+            i._se = ve
+        elif k == 9:
+            i.sig_value = mv[vs:ve]
+        else:
+            _rare(i, k, buf, mv, vs, ve)
+        rank = k
+    if rank < 0:
+        raise DecodeError("Interest without Name")
+    return _check(i, mv)
+
+
+# CanBePrefix, MustBeFresh, ForwardingHint, HopLimit: kept apart to keep functions small
+# (MicroPython compiles each function's bytecode into one block of the heap).
+def _rare(i, k, buf, mv, vs, ve):
+    if k == 1:
+        i.can_be_prefix = True
+    elif k == 2:
+        i.must_be_fresh = True
+    elif k == 3:
+        q = i._q
+        q.reset(buf, vs, ve)
+        i.forwarding_hint = fh = []
+        while q.next():
+            if q.typ == _NAME:
+                _walk(buf, q.vstart, q.vend, False)
+                fh.append(mv[q.vstart : q.vend])
+            elif is_critical(q.typ):
+                raise DecodeError("unknown critical TLV in ForwardingHint")
+    else:
+        if ve - vs != 1:
+            raise DecodeError("HopLimit must be 1 byte")
+        i.hop_limit = buf[vs]
+
+
+def _check(i, mv):
+    # The params digest covers ApplicationParameters to the end; a signature needs both.
+    a0 = i._as
+    dp = i._dp
+    if a0 >= 0:
+        if dp < 0:
+            raise DecodeError("ApplicationParameters without ParametersSha256Digest")
+        if sha256(mv[a0:]).digest() != mv[dp + 2 : dp + 34]:
+            raise DecodeError("ParametersSha256Digest mismatch")
+        i.params_digest_ok = True
+    elif dp >= 0:
+        raise DecodeError("ParametersSha256Digest without ApplicationParameters")
+    if (i._se >= 0) != (i.sig_value is not None) or (i._se >= 0 and a0 < 0):
+        raise DecodeError("incomplete Interest signature")
+    return i
+
+
+# Check the signature of a decoded Interest against its input bytes.
+def verify_interest(interest, buf, key=None):
+    regions = interest.signed_regions
+    if regions is None:
+        return False
+    return verify(interest.sig_type, interest.sig_value, buf, regions, key)

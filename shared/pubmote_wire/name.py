@@ -1,0 +1,255 @@
+# NDN Names (packet format v0.3, naming conventions rev3): components, URIs, order.
+# A Name is the TLV-VALUE of the Name element: the concatenation of its component TLVs,
+# held as bytes (or any bytes-like). Flat bytes mean no per-component objects when
+# encoding, and python-ndn's b"".join(name) gives the same bytes.
+from .compat import const
+from .errors import DecodeError, EncodeError
+from .signature import _comp_end, _walk
+from .tlv import nonneg_size, varnum_size, write_nonneg, write_varnum
+
+GENERIC = const(0x08)
+_MAX_TYPE = const(0xFFFF)  # component types are 1..65535
+# Typed components with a URI form: (type, prefix, is-a-number); others print as "<type>=".
+_ALT = ((0x32, "seg", 1), (0x34, "off", 1), (0x36, "v", 1), (0x38, "t", 1), (0x3A, "seq", 1),
+        (0x01, "sha256digest", 0), (0x02, "params-sha256", 0))
+# RFC 3986 unreserved characters stay as they are in a URI; the rest are %XX.
+_KEEP = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+
+# A component TLV of type typ holding the bytes-like value.
+def component(typ, value):
+    if typ <= 0 or typ > _MAX_TYPE:
+        raise EncodeError("bad component type")
+    n = len(value)
+    out = bytearray(varnum_size(typ) + varnum_size(n) + n)
+    h = write_varnum(out, 0, typ)
+    h += write_varnum(out, h, n)
+    out[h:] = value
+    return bytes(out)
+
+
+# A GenericNameComponent; a str value is UTF-8 encoded.
+def generic(value):
+    if isinstance(value, str):
+        value = value.encode()
+    return component(GENERIC, value)
+
+
+def _number(typ, n):
+    w = nonneg_size(n)
+    out = bytearray(2 + w)
+    out[0] = typ
+    out[1] = w
+    write_nonneg(out, 2, n)
+    return bytes(out)
+
+
+def keyword(b):
+    return component(0x20, b)
+
+
+def segment(n):
+    return _number(0x32, n)
+
+
+def byte_offset(n):
+    return _number(0x34, n)
+
+
+def version(n):
+    return _number(0x36, n)
+
+
+def timestamp(n):
+    return _number(0x38, n)
+
+
+def sequence(n):
+    return _number(0x3A, n)
+
+
+def _digest(typ, d):
+    if len(d) != 32:
+        raise EncodeError("digest must be 32 bytes")
+    return bytes((typ, 32)) + bytes(d)
+
+
+def params_digest(d):
+    return _digest(2, d)
+
+
+def implicit_digest(d):
+    return _digest(1, d)
+
+
+# Raise DecodeError unless name (a bytes-like TLV-VALUE) is a well-formed Name.
+def validate(name):
+    try:
+        _walk(name, 0, len(name), False)
+    except (IndexError, TypeError):
+        raise DecodeError("not a name") from None
+
+
+# The components of name as memoryviews of whole component TLVs.
+def components(name):
+    mv = memoryview(name)
+    out = []
+    p = 0
+    while p < len(mv):
+        s = p
+        p = _comp_end(mv, p, len(mv))[2]
+        out.append(mv[s:p])
+    return out
+
+
+def count(name):
+    return len(components(name))
+
+
+# (type, value memoryview) of one component TLV.
+def component_type_value(comp):
+    mv = memoryview(comp)
+    t, s, e = _comp_end(mv, 0, len(mv))
+    if e != len(mv):
+        raise DecodeError("trailing bytes")
+    return t, mv[s:e]
+
+
+# True if name a is a component-aligned prefix of name b.
+def is_prefix(a, b):
+    n = len(a)
+    if n > len(b) or bytes(memoryview(b)[:n]) != bytes(a):
+        return False
+    p = 0
+    while p < n:  # a must end on a component boundary of b
+        p = _comp_end(b, p, len(b))[2]
+    return p == n
+
+
+# NDN canonical order of two names: -1, 0 or 1 (type, then length, then bytes).
+def compare(a, b):
+    ca = components(a)
+    cb = components(b)
+    for i in range(min(len(ca), len(cb))):
+        ta, va = component_type_value(ca[i])
+        tb, vb = component_type_value(cb[i])
+        x = (ta, len(va), bytes(va))
+        y = (tb, len(vb), bytes(vb))
+        if x != y:
+            return -1 if x < y else 1
+    return (len(ca) > len(cb)) - (len(ca) < len(cb))
+
+
+# Bytes of the whole Name TLV.
+def size(name):
+    return 1 + varnum_size(len(name)) + len(name)
+
+
+# Write the Name TLV at buf[off]; return the bytes written.
+def write(buf, off, name):
+    n = len(name)
+    buf[off] = 7
+    h = 1 + write_varnum(buf, off + 1, n)
+    buf[off + h : off + h + n] = name
+    return h + n
+
+
+def _escape(v):
+    out = []
+    for c in v:
+        out.append(chr(c) if c in _KEEP else "%%%02X" % c)
+    s = "".join(out)
+    if s.strip(".") == "":  # only periods (or empty): add three so it is not "." or ".."
+        s += "..."
+    return s
+
+
+# Canonical NDN URI of name ("/" for the empty name).
+def to_uri(name):
+    out = []
+    for c in components(name):
+        t, v = component_type_value(c)
+        s = None
+        for typ, key, num in _ALT:
+            if t == typ:
+                if not num:
+                    s = key + "=" + "".join("%02x" % x for x in v)
+                elif len(v) in (1, 2, 4, 8):
+                    s = key + "=" + str(int.from_bytes(bytes(v), "big"))
+        if s is None:
+            s = _escape(v) if t == GENERIC else "%d=%s" % (t, _escape(v))
+        out.append(s)
+    return "/" + "/".join(out)
+
+
+def _unescape(s):
+    b = s.encode()
+    out = bytearray()
+    i = 0
+    while i < len(b):
+        if b[i] == 0x25:  # '%'
+            h = b[i + 1 : i + 3]
+            if len(h) != 2 or h.strip(b"0123456789abcdefABCDEF"):
+                raise DecodeError("bad percent-escape")
+            out.append(int(h, 16))
+            i += 3
+        else:
+            out.append(b[i])
+            i += 1
+    if out.strip(b".") == b"":  # only periods: "." and ".." are not components
+        if len(out) < 3:
+            raise DecodeError("bad component")
+        out = out[3:]
+    return bytes(out)
+
+
+def _int(s, limit):
+    if not s or not s.isdigit() or len(s) > 20 or int(s) > limit:
+        raise DecodeError("bad number")
+    return int(s)
+
+
+def _from_uri_component(s):
+    eq = s.find("=")
+    key = s[:eq]
+    val = s[eq + 1 :]
+    for typ, k, num in _ALT:
+        if eq > 0 and key == k:
+            if num:
+                return _number(typ, _int(val, 0xFFFFFFFFFFFFFFFF))
+            v = val.encode()
+            if len(v) != 64 or v.strip(b"0123456789abcdefABCDEF"):
+                raise DecodeError("bad digest")
+            return bytes((typ, 32)) + bytes(int(v[i : i + 2], 16) for i in range(0, 64, 2))
+    if eq > 0 and key.isdigit():
+        t = _int(key, _MAX_TYPE)
+        if t == 0:
+            raise DecodeError("bad type")
+        c = component(t, _unescape(val))
+        _comp_end(c, 0, len(c))  # digests must be 32 bytes
+        return c
+    return component(GENERIC, _unescape(s))
+
+
+# Parse an NDN URI ("/a/b", "ndn:/a", "seg=3", "sha256digest=..") into a Name.
+def from_uri(uri):
+    if not isinstance(uri, str):
+        raise DecodeError("URI must be a str")
+    s = uri.strip()
+    if s.startswith("ndn:"):
+        s = s[4:]
+        if s.startswith("//"):  # ndn://authority/...: the authority is ignored
+            cut = s.find("/", 2)
+            s = s[cut:] if cut > 0 else ""
+    if s.startswith("/"):
+        s = s[1:]
+    if s.endswith("/"):
+        s = s[:-1]
+    if not s:
+        return b""
+    out = []
+    for part in s.split("/"):
+        if not part:
+            raise DecodeError("empty component")
+        out.append(_from_uri_component(part))
+    return b"".join(out)

@@ -1,0 +1,246 @@
+# NDN signatures the codec can make and check itself: DigestSha256 and HmacWithSha256.
+# HMAC is built on sha256 (RFC 2104) because MicroPython has no hmac module, and every
+# hash is fed region by region from a memoryview so signing copies nothing.
+from .compat import const, sha256
+from .errors import DecodeError
+from .tlv import (
+    is_critical,
+    nonneg_tlv_size,
+    read_tlv,
+    read_varnum,
+    tl_size,
+    write_nonneg_tlv,
+    write_tl,
+    write_tlv,
+)
+
+DIGEST_SHA256 = const(0)
+SHA256_WITH_RSA = const(1)
+SHA256_WITH_ECDSA = const(3)
+HMAC_SHA256 = const(4)
+ED25519 = const(5)
+
+SIGNATURE_INFO = const(0x16)
+SIGNATURE_VALUE = const(0x17)
+INTEREST_SIGNATURE_INFO = const(0x2C)
+INTEREST_SIGNATURE_VALUE = const(0x2E)
+_SIGNATURE_TYPE = const(0x1B)
+_KEY_LOCATOR = const(0x1C)
+_NAME = const(0x07)
+_SIG_NONCE = const(0x26)
+_SIG_TIME = const(0x28)
+_SIG_SEQ = const(0x2A)
+_BLOCK = const(64)
+
+
+# Name structure checks live here, in the lowest packet module, so that parsing Interests
+# and Data does not load the URI code of name.py.
+# Check the component TLV at buf[p] (within e); return (typ, vstart, vend).
+def _comp_end(buf, p, e):
+    t = buf[p]
+    if t < 0xFD:
+        p += 1
+    else:
+        t, k = read_varnum(buf, p, e)
+        p += k
+    if p >= e:
+        raise DecodeError("truncated")
+    n = buf[p]
+    if n < 0xFD:
+        p += 1
+    else:
+        n, k = read_varnum(buf, p, e)
+        p += k
+    if n > e - p or t == 0 or t > 0xFFFF or (t < 3 and n != 32):
+        raise DecodeError("bad name component")
+    return t, p, p + n
+
+
+# Validate the components in buf[p:e]; return the offset of the first
+# ParametersSha256Digest component or -1 (with single, a second one is an error).
+def _walk(buf, p, e, single):
+    dpos = -1
+    while p < e:
+        t = buf[p]
+        if 2 < t < 0xFD and p + 1 < e and buf[p + 1] < 0xFD:  # the usual short component
+            p += 2 + buf[p + 1]
+            if p > e:
+                raise DecodeError("bad name component")
+            continue
+        s = p
+        t, _, p = _comp_end(buf, p, e)
+        if t == 2:
+            if dpos < 0:
+                dpos = s
+            elif single:
+                raise DecodeError("two parameters digests")
+    return dpos
+
+
+def _pads(key):
+    if len(key) > _BLOCK:
+        key = sha256(key).digest()
+    k = bytearray(_BLOCK)
+    k[: len(key)] = key
+    ipad = bytearray(_BLOCK)
+    opad = bytearray(_BLOCK)
+    for i in range(_BLOCK):
+        ipad[i] = k[i] ^ 0x36
+        opad[i] = k[i] ^ 0x5C
+    return bytes(ipad), bytes(opad)
+
+
+# HMAC-SHA256 (RFC 2104) of the concatenation of chunks.
+def hmac_sha256(key, *chunks):
+    ipad, opad = _pads(key)
+    h = sha256(ipad)
+    for c in chunks:
+        h.update(c)
+    o = sha256(opad)
+    o.update(h.digest())
+    return o.digest()
+
+
+# Compare all bytes whatever the first difference (timing-safe enough for HMAC).
+def equal(a, b):
+    if len(a) != len(b):
+        return False
+    r = 0
+    for i in range(len(a)):
+        r |= a[i] ^ b[i]
+    return r == 0
+
+
+def _nonce_tlv(v):
+    # SignatureNonce is raw bytes per the spec; an int is written as python-ndn does (uint).
+    return nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tl_size(_SIG_NONCE, len(v))
+
+
+class _Signer:
+    def _info_len(self, sig_nonce, sig_time_ms, sig_seq):
+        n = 3
+        if self.key_name is not None:
+            n += tl_size(_KEY_LOCATOR, tl_size(_NAME, len(self.key_name)))
+        if sig_nonce is not None:
+            n += _nonce_tlv(sig_nonce)
+        if sig_time_ms is not None:
+            n += nonneg_tlv_size(_SIG_TIME, sig_time_ms)
+        if sig_seq is not None:
+            n += nonneg_tlv_size(_SIG_SEQ, sig_seq)
+        return n
+
+    # Bytes of the whole (Interest)SignatureInfo TLV.
+    def info_size(self, interest=False, sig_nonce=None, sig_time_ms=None, sig_seq=None):
+        return tl_size(0x16, self._info_len(sig_nonce, sig_time_ms, sig_seq))
+
+    # Write SignatureInfo (0x16) or InterestSignatureInfo (0x2c); return bytes written.
+    def write_info(self, buf, off, typ_tlv, sig_nonce=None, sig_time_ms=None, sig_seq=None):
+        p = off + write_tl(buf, off, typ_tlv, self._info_len(sig_nonce, sig_time_ms, sig_seq))
+        p += write_nonneg_tlv(buf, p, _SIGNATURE_TYPE, self.sig_type)
+        kn = self.key_name
+        if kn is not None:
+            p += write_tl(buf, p, _KEY_LOCATOR, tl_size(_NAME, len(kn)))
+            p += write_tlv(buf, p, _NAME, kn)
+        if sig_nonce is not None:
+            if isinstance(sig_nonce, int):
+                p += write_nonneg_tlv(buf, p, _SIG_NONCE, sig_nonce)
+            else:
+                p += write_tlv(buf, p, _SIG_NONCE, sig_nonce)
+        if sig_time_ms is not None:
+            p += write_nonneg_tlv(buf, p, _SIG_TIME, sig_time_ms)
+        if sig_seq is not None:
+            p += write_nonneg_tlv(buf, p, _SIG_SEQ, sig_seq)
+        return p - off
+
+    # The 32-byte signature over the (start, end) regions of buf, in order.
+    def sign(self, buf, *regions):
+        mv = memoryview(buf)
+        h = self._begin()
+        for r in regions:
+            h.update(mv[r[0] : r[1]])
+        return self._end(h)
+
+    def sign2(self, mv, s0, e0, s1, e1):
+        # The encoders' path: one or two regions of a memoryview (s1 < 0: one), no tuples.
+        h = self._begin()
+        h.update(mv[s0:e0])
+        if s1 >= 0:
+            h.update(mv[s1:e1])
+        return self._end(h)
+
+
+# DigestSha256: the signature is the SHA-256 of the signed portion.
+class DigestSigner(_Signer):
+
+    def __init__(self):
+        self.sig_type = DIGEST_SHA256
+        self.sig_len = 32
+        self.key_name = None
+
+    def _begin(self):
+        return sha256()
+
+    def _end(self, h):
+        return h.digest()
+
+
+# HmacWithSha256 with a shared key; key_name (a Name) goes into the KeyLocator.
+class HmacSigner(_Signer):
+
+    def __init__(self, key, key_name=None):
+        self.sig_type = HMAC_SHA256
+        self.sig_len = 32
+        self.key_name = None if key_name is None else bytes(key_name)
+        self._ipad, self._opad = _pads(bytes(key))
+
+    def _begin(self):
+        return sha256(self._ipad)
+
+    def _end(self, h):
+        o = sha256(self._opad)
+        o.update(h.digest())
+        return o.digest()
+
+
+# Check a DigestSha256 or HmacWithSha256 signature over regions of buf; other
+# types (and HMAC without a key) give False: this codec cannot check them.
+def verify(sig_type, sig_value, buf, regions, key=None):
+    if sig_value is None:
+        return False
+    if sig_type == DIGEST_SHA256:
+        s = DigestSigner()
+    elif sig_type == HMAC_SHA256 and key is not None:
+        s = HmacSigner(key)
+    else:
+        return False
+    return equal(s.sign(buf, *regions), sig_value)
+
+
+# Parse a (Interest)SignatureInfo value buf[p:e] with the TLVReader q into
+# obj.sig_type, sig_key_name, sig_nonce, sig_time_ms, sig_seq. strict=False skips
+# unknown critical elements, as python-ndn does for Data (v0.2 types had their own).
+def parse_info(obj, q, buf, p, e, strict):
+    q.reset(buf, p, e)
+    mv = memoryview(buf)
+    while q.next():
+        t = q.typ
+        if t == _SIGNATURE_TYPE and obj.sig_type is None:
+            obj.sig_type = q.nonneg()
+        elif t == _KEY_LOCATOR:
+            # A Name (kept) or a KeyDigest (ignored), filling the KeyLocator.
+            t, s, v = read_tlv(buf, q.vstart, q.vend)
+            if v != q.vend or (t != _NAME and t != 0x1D):
+                raise DecodeError("bad KeyLocator")
+            if t == _NAME:
+                _walk(buf, s, v, False)
+                obj.sig_key_name = mv[s:v]
+        elif t == _SIG_NONCE:
+            obj.sig_nonce = mv[q.vstart : q.vend]
+        elif t == _SIG_TIME:
+            obj.sig_time_ms = q.nonneg()
+        elif t == _SIG_SEQ:
+            obj.sig_seq = q.nonneg()
+        elif strict and is_critical(t):
+            raise DecodeError("unknown critical TLV")
+    if obj.sig_type is None:
+        raise DecodeError("no SignatureType")

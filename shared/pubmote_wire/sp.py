@@ -1,0 +1,225 @@
+# nanomsg/nng scalability protocols over TCP (SP-TCP): the 8-byte header, u64-length
+# messages, and the NN_SUB prefix filter with nanomsg's semantics (seed 001).
+# Header: 00 'S' 'P' 00 | protocol u16 BE | 00 00. Message: u64 BE length | body.
+from .compat import const
+from .errors import DecodeError, EncodeError, NeedMore
+
+PAIR = const(0x10)
+PUB = const(0x20)
+SUB = const(0x21)
+REQ = const(0x30)
+REP = const(0x31)
+
+HEADER_SIZE = const(8)
+_LEN_SIZE = const(8)
+MAX_MSG = 65536
+
+_PEERS = {PAIR: PAIR, PUB: SUB, SUB: PUB, REQ: REP, REP: REQ}
+
+
+def peer_of(proto):
+    """The protocol a socket of `proto` talks to (PUB <-> SUB, REQ <-> REP, PAIR)."""
+    try:
+        return _PEERS[proto]
+    except KeyError:
+        raise ValueError("unknown SP protocol") from None
+
+
+def header(proto):
+    """The 8-byte header a socket of `proto` sends first."""
+    return bytes((0, 0x53, 0x50, 0, proto >> 8, proto & 0xFF, 0, 0))
+
+
+def check_header(data8, expected_peer_proto=None):
+    """Validate a received header; return the peer's protocol number. DecodeError on a
+    bad magic, version or reserved bytes, or a peer other than expected_peer_proto."""
+    if len(data8) != HEADER_SIZE:
+        raise DecodeError("SP header is 8 bytes")
+    if data8[0] != 0 or data8[1] != 0x53 or data8[2] != 0x50:
+        raise DecodeError("bad SP magic")
+    if data8[3] != 0:
+        raise DecodeError("bad SP version")
+    if data8[6] != 0 or data8[7] != 0:
+        raise DecodeError("bad SP reserved bytes")
+    proto = (data8[4] << 8) | data8[5]
+    if expected_peer_proto is not None and proto != expected_peer_proto:
+        raise DecodeError("unexpected SP peer protocol %d" % proto)
+    return proto
+
+
+def msg_size(n):
+    return _LEN_SIZE + n
+
+
+def write_msg(buf, off, body):
+    """Write u64 BE length + body at buf[off]; return the bytes written."""
+    n = len(body)
+    if off + _LEN_SIZE + n > len(buf):
+        raise EncodeError("buffer too small for SP message")
+    for i in range(_LEN_SIZE):
+        buf[off + i] = (n >> (8 * (_LEN_SIZE - 1 - i))) & 0xFF
+    buf[off + _LEN_SIZE : off + _LEN_SIZE + n] = body
+    return _LEN_SIZE + n
+
+
+def encode_msg(body):
+    buf = bytearray(_LEN_SIZE + len(body))
+    write_msg(buf, 0, body)
+    return bytes(buf)
+
+
+def _read_len(buf, off):
+    n = 0
+    for i in range(off, off + _LEN_SIZE):
+        n = (n << 8) | buf[i]
+    return n
+
+
+def decode_msg(buf, off=0, max_msg=MAX_MSG):
+    """Read one message at buf[off]: return (body memoryview, size). NeedMore if the
+    bytes so far are a valid prefix; DecodeError if the length exceeds max_msg."""
+    if len(buf) - off < _LEN_SIZE:
+        raise NeedMore()
+    n = _read_len(buf, off)
+    if n > max_msg:
+        raise DecodeError("SP message longer than max_msg")
+    if len(buf) - off - _LEN_SIZE < n:
+        raise NeedMore()
+    start = off + _LEN_SIZE
+    return memoryview(buf)[start : start + n], _LEN_SIZE + n
+
+
+class MsgDecoder:
+    """Stream reassembly of SP messages from arbitrary chunks.
+
+    With expect_header=P (the protocol number the peer must announce, e.g. PUB for a
+    SUB socket) the 8-byte header is read and checked first; peer_proto holds it then.
+    A declared length above max_msg raises DecodeError at once, before any body byte
+    is stored; the body buffer grows only with bytes actually received. After a
+    DecodeError the stream is unusable (close the connection): feed() raises again."""
+
+    def __init__(self, max_msg=MAX_MSG, expect_header=None):
+        self.max_msg = max_msg
+        self.expect_header = expect_header
+        self.peer_proto = None
+        self.failed = False
+        self._small = bytearray(8)  # the header or the length being collected
+        self._have = 0
+        self._state = 0 if expect_header is not None else 1  # 0 header, 1 length, 2 body
+        self._need = 0
+        self._body = None
+
+    def _fail(self, msg):
+        self.failed = True
+        raise DecodeError(msg)
+
+    def feed(self, chunk):
+        """Feed bytes; return a list of the complete message bodies (bytes)."""
+        if self.failed:
+            raise DecodeError("SP stream already failed")
+        out = []
+        mv = memoryview(chunk)
+        pos = 0
+        end = len(mv)
+        while pos < end:
+            if self._state == 2:
+                take = self._need - len(self._body)
+                if take > end - pos:
+                    take = end - pos
+                self._body.extend(mv[pos : pos + take])
+                pos += take
+                if len(self._body) == self._need:
+                    out.append(bytes(self._body))
+                    self._body = None
+                    self._state = 1
+                continue
+            take = 8 - self._have
+            if take > end - pos:
+                take = end - pos
+            self._small[self._have : self._have + take] = mv[pos : pos + take]
+            self._have += take
+            pos += take
+            if self._have < 8:
+                break
+            self._have = 0
+            if self._state == 0:
+                try:
+                    self.peer_proto = check_header(self._small, self.expect_header)
+                except DecodeError:
+                    self.failed = True
+                    raise
+                self._state = 1
+                continue
+            n = _read_len(self._small, 0)
+            if n > self.max_msg:
+                self._fail("SP message longer than max_msg")
+            if n == 0:
+                out.append(b"")
+                continue
+            self._need = n
+            self._body = bytearray()
+            self._state = 2
+        return out
+
+
+class SubFilter:
+    """NN_SUB subscriptions with nanomsg's semantics.
+
+    A message matches if any subscribed topic is a byte prefix of it; the empty topic
+    matches everything; no subscriptions match nothing. Like nanomsg's trie, each topic
+    carries a reference count: subscribing twice then unsubscribing once keeps it.
+    Unsubscribing a topic not subscribed is a no-op (returns False), as nanomsg does not
+    report it. At most max_topics distinct topics (ValueError beyond)."""
+
+    def __init__(self, max_topics=64):
+        self.max_topics = max_topics
+        self._topics = []  # distinct topics (bytes), in first-subscribed order
+        self._refs = []  # reference counts, parallel to _topics
+
+    def _find(self, topic):
+        for i in range(len(self._topics)):
+            if self._topics[i] == topic:
+                return i
+        return -1
+
+    def subscribe(self, prefix):
+        topic = bytes(prefix)
+        i = self._find(topic)
+        if i >= 0:
+            self._refs[i] += 1
+            return
+        if len(self._topics) >= self.max_topics:
+            raise ValueError("too many subscriptions")
+        self._topics.append(topic)
+        self._refs.append(1)
+
+    def unsubscribe(self, prefix):
+        """Remove one instance of prefix; True if there was one."""
+        i = self._find(bytes(prefix))
+        if i < 0:
+            return False
+        self._refs[i] -= 1
+        if self._refs[i] == 0:
+            del self._topics[i]
+            del self._refs[i]
+        return True
+
+    def prefixes(self):
+        """The distinct subscribed topics."""
+        return list(self._topics)
+
+    def __len__(self):
+        return len(self._topics)
+
+    def matches(self, msg):
+        n = len(msg)
+        for t in self._topics:
+            k = len(t)
+            if k > n:
+                continue
+            i = 0
+            while i < k and msg[i] == t[i]:
+                i += 1
+            if i == k:
+                return True
+        return False

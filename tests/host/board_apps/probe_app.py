@@ -1,0 +1,63 @@
+# A board app for the host tests (MicroPython): subscribes to the prefixes in its config
+# ("watch"), keeps the last messages it receives, publishes numbered messages every
+# "seq_period_ms", and obeys commands on /test/<board>/ctl: "sub:<prefix>",
+# "unsub:<prefix>", "pub:<topic>|<payload>", "report" (stats as CBOR on .../report).
+import asyncio
+
+from pubmote_wire import cbor
+
+_KEEP = 32
+
+
+async def main(node):
+    cfg = node.config
+    base = "/test/%s/" % node.name
+    asyncio.create_task(node.run())
+    # "ctl|", not "ctl": a byte prefix "ctl" would also match our own "ctl-done" replies
+    ctl = node.subscribe(base + "ctl|")
+    watch = node.subscribe(*cfg.get("watch", []))
+    state = {"sent": 0, "failed": [], "got": []}
+    asyncio.create_task(_watcher(node, watch, base, state, cfg.get("echo", False)))
+    if cfg.get("seq_period_ms"):
+        asyncio.create_task(_seq(node, base, cfg["seq_period_ms"], state))
+    while True:
+        msg = await ctl.recv()
+        p = msg.payload
+        if p.startswith(b"sub:"):
+            watch.subscribe(p[4:])
+        elif p.startswith(b"unsub:"):
+            watch.unsubscribe(p[6:])
+        elif p.startswith(b"pub:"):
+            topic, _, payload = p[4:].partition(b"|")
+            await node.publish(topic.decode(), payload)
+        elif p == b"report":
+            s = node.stats()
+            s["sent"] = state["sent"]
+            s["failed"] = state["failed"]
+            s["got"] = state["got"]
+            s["filters"] = node.filters()
+            await node.publish(base + "report", cbor.dumps(s))
+        await node.publish(base + "ctl-done", p)
+
+
+async def _watcher(node, watch, base, state, echo):
+    got = state["got"]
+    while True:
+        msg = await watch.recv()
+        line = msg.topic + b"|" + msg.payload
+        got.append(line)
+        if len(got) > _KEEP:
+            got.pop(0)
+        if echo:
+            await node.publish(base + "got", line)
+
+
+async def _seq(node, base, period_ms, state):
+    seq = 0
+    while True:
+        ok = await node.publish(base + "seq", b"%d" % seq)
+        state["sent"] = seq + 1
+        if not ok:
+            state["failed"].append(seq)
+        seq += 1
+        await asyncio.sleep(period_ms / 1000)

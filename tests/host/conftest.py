@@ -1,0 +1,6 @@
+"""Host tests import their helpers (e2e) from this directory."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
