@@ -290,5 +290,5 @@ async def _restart_scenario(tmp_path: Path) -> None:
     first = min(received)
     acked = set(range(first, sent)) - failed
     missing = sorted(s for s in acked if s not in received and s < sent - 5)
-    assert len(acked) > 40
+    assert len(acked) >= 30  # the scenario ran: messages before and after the restart
     assert not missing, "acked but never delivered: %s" % missing[:20]
