@@ -47,13 +47,15 @@ test-micropython: setup
 ## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
 test: lint test-cpython test-micropython
 
+## make bench: codec against python-ndn; bridge against pynng; firmware heap (32-bit)
 bench: setup
 	$(PY) bench/codec/run.py
+	$(PY) bench/bridge/run.py
+	$(PY) bench/firmware/run.py
 
+## make run: the bridge with two simulated boards running the demo, and the live view
 run: setup
-	@echo "make run starts the bridge with simulated boards; it lands with the board/bridge issue (#3)."
-	@echo "Until then: '$(BIN)/pubmote --help' lists what the host tool does today."
-	@$(BIN)/pubmote --help
+	$(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
 
 clean:
 	rm -rf build .venv node_modules

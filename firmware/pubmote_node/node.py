@@ -1,10 +1,10 @@
 # The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
 # prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
 import asyncio
-import os
 
 from pubmote_wire import cbor, framing, interest, lp, name, notify, sp, tlv
 from pubmote_wire.errors import DecodeError
+from pubmote_wire.rand import urandom
 from pubmote_wire.signature import DigestSigner
 
 try:
@@ -133,7 +133,7 @@ class Node:
             "published": 0, "acked": 0, "publish_failed": 0, "soft_full": 0,
             "received": 0, "filtered": 0, "dup_notify": 0, "fetch_failed": 0,
             "sent_frames": 0, "bad_packets": 0, "nacks": 0, "reconnects": 0,
-            "registrations": 0, "pending_full": 0,
+            "registrations": 0, "pending_full": 0, "errors": 0,
         }
 
     # ---- public API -------------------------------------------------------------------
@@ -153,7 +153,7 @@ class Node:
         """
         payload = _as_bytes(payload)
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
-        nonce = os.urandom(4)
+        nonce = urandom(4)
         n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload, signer=_SIGNER)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
@@ -219,6 +219,9 @@ class Node:
                 await self._session()
             except OSError:
                 pass
+            except Exception as e:  # noqa: BLE001 - a bug must not end the board's link for good
+                self.counters["errors"] += 1
+                _log_exception(e)
             finally:
                 self._up = False
                 self.connected = False
@@ -319,7 +322,7 @@ class Node:
         while True:
             try:
                 n = await link.readinto(rx)
-            except OSError:
+            except Exception:  # noqa: BLE001 - any link fault: reopen rather than hang
                 n = 0
             if not n:
                 self._up = False
@@ -424,8 +427,19 @@ class Node:
             pass
 
 
+def _log_exception(e):
+    import sys
+
+    if hasattr(sys, "print_exception"):
+        sys.print_exception(e)
+    else:  # CPython
+        import traceback
+
+        traceback.print_exception(e)
+
+
 def _nonce32():
-    b = os.urandom(4)
+    b = urandom(4)
     return (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
 
 

@@ -147,7 +147,8 @@ class Bridge:
                                   extra=dict(cfg["sim_app_config"]))
             self.fleet.start()
             for b in self.fleet.boards:
-                self._add_serial(b.port, DEFAULT_BAUD)
+                if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
+                    self._add_serial(b.port, DEFAULT_BAUD)
 
     def _stream_state(self, face: BoardFace) -> None:
         if face.up and face not in self.faces:

@@ -13,7 +13,7 @@ import logging
 import os
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import serial
 
@@ -95,7 +95,9 @@ class SerialFace(BoardFace):
 
     def __init__(self, port: str, baud: int, on_packet: PacketHandler,
                  on_state: FaceHandler) -> None:
-        super().__init__("serial:%s" % port, on_packet, on_state)
+        # a simulated board's pty sits deep in a temporary directory: show its name only
+        shown = port if port.startswith("/dev/") else os.path.basename(port)
+        super().__init__("serial:%s" % shown, on_packet, on_state)
         self.port = port
         self.baud = baud
         self._ser: serial.Serial | None = None
@@ -277,8 +279,8 @@ class UdpServer(asyncio.DatagramProtocol):
         self._transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.DatagramTransport)
-        self._transport = transport
+        # CPython's selector datagram transport does not subclass DatagramTransport
+        self._transport = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         face = self.faces.get(addr)

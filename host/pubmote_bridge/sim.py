@@ -8,6 +8,7 @@ it, or write garbage into the line, exactly where a real cable would fail.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
 import os
@@ -17,6 +18,8 @@ import subprocess
 import sys
 import tty
 from pathlib import Path
+
+from .boards import load_profile
 
 log = logging.getLogger("pubmote.sim")
 
@@ -139,23 +142,32 @@ class Cable:
             asyncio.get_running_loop().remove_writer(self._m[dst])
 
 
+_PR_SET_PDEATHSIG = 1
+
+
 def _detach() -> None:
     # A session of its own (Ctrl-C in the bridge's terminal is the bridge's to handle), and
     # SIGHUP ignored: the pty becomes the board's controlling terminal when it opens it, and
-    # a pulled cable must not kill a board, only cut its line.
+    # a pulled cable must not kill a board, only cut its line. If the process that started
+    # the board dies without cleaning up (kill -9), the kernel ends the board too: no
+    # orphaned board keeps reopening a pty path that a later bridge reuses.
     os.setsid()
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):  # not Linux: Ctrl-C and SIGTERM still clean up
+        pass
 
 
 class SimBoard:
     """One simulated board: its cable, its config file and its MicroPython process."""
 
-    def __init__(self, name: str, workdir: Path, *, heap: str = "256k", app: str = "demo",
+    def __init__(self, name: str, workdir: Path, *, heap: str | None = None, app: str = "demo",
                  period_ms: int = 1000, extra: dict[str, object] | None = None,
                  app_dir: Path | None = None) -> None:
         self.name = name
         self.workdir = workdir
-        self.heap = heap
+        self.heap = heap or str(load_profile("unix")["heapsize"])
         self.app_dir = app_dir
         self.cable = Cable(workdir / (name + ".board"), workdir / (name + ".tty"))
         self.config_path = workdir / (name + ".json")

@@ -32,9 +32,12 @@ def show_payload(payload: bytes, limit: int = 48) -> str:
 def render(bridge: Bridge) -> Group:
     hub = bridge.hub
     boards = Table(title="boards", expand=True)
-    for col in ("board", "link", "state", "published", "delivered", "dropped", "bad frames",
-                "filters"):
-        boards.add_column(col)
+    boards.add_column("board", no_wrap=True)
+    boards.add_column("link", overflow="fold")
+    boards.add_column("state", no_wrap=True)
+    for col in ("pub", "recv", "drops", "bad frames"):
+        boards.add_column(col, justify="right", no_wrap=True)
+    boards.add_column("filters", overflow="fold")
     by_face = {b.face.face_id: b for b in hub.boards.values()}
     for face in bridge.all_faces():
         b = by_face.get(face.face_id)
@@ -48,8 +51,12 @@ def render(bridge: Bridge) -> Group:
                        str(c["dropped"] + c["deliver_failed"]), str(face.bad_frames()),
                        ", ".join(f.decode(errors="replace") or "<all>" for f in b.filters))
     topics = Table(title="topics", expand=True)
-    for col in ("topic", "messages", "rate/s", "last value", "from", "age s"):
-        topics.add_column(col)
+    topics.add_column("topic", overflow="fold", ratio=3)
+    for col in ("msgs", "rate/s"):
+        topics.add_column(col, justify="right", no_wrap=True)
+    topics.add_column("last value", overflow="fold", ratio=3)
+    for col in ("from", "age s"):
+        topics.add_column(col, no_wrap=True)
     now = time.time()
     for topic, st in sorted(hub.topics.items()):
         topics.add_row(topic.decode(errors="replace"), str(st.count), "%.1f" % st.rate,

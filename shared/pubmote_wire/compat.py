@@ -13,3 +13,4 @@ try:
     sha256 = hashlib.sha256
 except ImportError:  # pragma: no cover - every supported runtime has it
     sha256 = None
+

@@ -2,7 +2,13 @@
 # into a caller's buffer (signature over Name..SignatureInfo), decode into memoryviews.
 from .compat import const
 from .errors import DecodeError, EncodeError
-from .signature import SIGNATURE_INFO, DigestSigner, _comp_end, _walk, parse_info, verify
+from .namewire import comp_end, name_len, put_name, walk
+from .signature import (
+    _DIGEST,
+    SIGNATURE_INFO,
+    parse_info,
+    verify2,
+)
 from .tlv import (
     TLVReader,
     is_critical,
@@ -29,9 +35,6 @@ LINK = const(1)
 KEY = const(2)
 NACK = const(3)
 
-_DIGEST = DigestSigner()
-
-
 def _clear(d):
     d.name = d.content_type = d.freshness_ms = d.final_block_id = d.content = None
     d.sig_type = d.sig_key_name = d.sig_nonce = d.sig_time_ms = d.sig_seq = None
@@ -55,8 +58,9 @@ class Data:
         return [(self._s0, self._s1)]
 
 
-def _encode(buf, off, name, content, ct, fresh, fbi, signer):
+def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
+    # The name is name + n2 + n3 (+ generic n4), see signature.put_name.
     if signer is None:
         signer = _DIGEST
     m = 0
@@ -66,7 +70,8 @@ def _encode(buf, off, name, content, ct, fresh, fbi, signer):
         m += nonneg_tlv_size(_FRESHNESS, fresh)
     if fbi is not None:
         m += tl_size(_FINAL_BLOCK_ID, len(fbi))
-    vl = tl_size(_NAME, len(name)) + signer.info_size() + 2 + signer.sig_len
+    nl = name_len(name, n2, n3, n4)
+    vl = tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
     if m:
         vl += tl_size(_META_INFO, m)
     if content is not None:
@@ -78,7 +83,8 @@ def _encode(buf, off, name, content, ct, fresh, fbi, signer):
         raise EncodeError("buffer too small")
     p = off + write_tl(buf, off, DATA, vl)
     s0 = p
-    p += write_tlv(buf, p, _NAME, name)
+    p += write_tl(buf, p, _NAME, nl)
+    p = put_name(buf, p, name, n2, n3, n4)
     if m:
         p += write_tl(buf, p, _META_INFO, m)
         if ct is not None:
@@ -100,7 +106,8 @@ def _encode(buf, off, name, content, ct, fresh, fbi, signer):
 # DigestSha256.
 def encode_data(buf, off, name, content=None, *, content_type=None, freshness_ms=None,
                 final_block_id=None, signer=None):
-    return _encode(buf, off, name, content, content_type, freshness_ms, final_block_id, signer)
+    return _encode(buf, off, name, None, None, None, content, content_type, freshness_ms,
+                   final_block_id, signer)
 
 
 # Bytes encode_data will write for the same arguments.
@@ -126,7 +133,7 @@ def decode_data(buf, into=None):
     r = d._r
     r.reset(buf)
     if not r.next() or r.typ != DATA or r.vend != len(mv):
-        raise DecodeError("not one Data")
+        raise DecodeError("bad Data")
     _clear(d)
     d._s0 = r.vstart
     r.reset(buf, r.vstart, r.vend)
@@ -137,15 +144,15 @@ def decode_data(buf, into=None):
         ve = r.vend
         if rank == 0:
             if t != _NAME:
-                raise DecodeError("Data must start with a Name")
-            _walk(buf, vs, ve, False)
+                raise DecodeError("bad Data")
+            walk(buf, vs, ve, False)
             d.name = mv[vs:ve]
             rank = 1
             continue
         k = t - 0x12 if 0x14 <= t <= 0x17 else 0  # MetaInfo 2 .. SignatureValue 5
         if k <= rank:  # unknown, repeated or out of order
             if is_critical(t):
-                raise DecodeError("unknown or misplaced critical TLV")
+                raise DecodeError("unknown critical TLV")
             continue
         rank = k
         if k == 3:
@@ -160,24 +167,23 @@ def decode_data(buf, into=None):
                 elif t == _FRESHNESS and d.freshness_ms is None:
                     d.freshness_ms = q.nonneg()
                 elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
-                    if q.vend == q.vstart or _comp_end(buf, q.vstart, q.vend)[2] != q.vend:
-                        raise DecodeError("FinalBlockId must hold one name component")
+                    if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
+                        raise DecodeError("bad name component")
                     d.final_block_id = mv[q.vstart : q.vend]
                 elif is_critical(t):
-                    raise DecodeError("unknown or repeated critical TLV in MetaInfo")
+                    raise DecodeError("unknown critical TLV")
         elif k == 4:
             parse_info(d, d._q, buf, vs, ve, False)
             d._s1 = ve
         else:
             d.sig_value = mv[vs:ve]
     if d._s1 < 0 or d.sig_value is None:
-        raise DecodeError("Data without Name or signature")
+        raise DecodeError("bad Data")
     return d
 
 
 # Check the signature of a decoded Data against its input bytes.
 def verify_data(d, buf, key=None):
-    regions = d.signed_regions
-    if regions is None:
+    if d._s1 < 0:
         return False
-    return verify(d.sig_type, d.sig_value, buf, regions, key)
+    return verify2(d.sig_type, d.sig_value, buf, d._s0, d._s1, -1, -1, key)

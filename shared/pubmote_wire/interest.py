@@ -4,7 +4,9 @@ from struct import pack_into
 
 from .compat import const, sha256
 from .errors import DecodeError, EncodeError
-from .signature import _walk, parse_info, verify
+from .namewire import name_len, put_name, walk
+from .rand import urandom
+from .signature import parse_info, verify, verify2
 from .tlv import (
     TLVReader,
     is_critical,
@@ -26,14 +28,33 @@ for _k, _t in enumerate(b"\x07\x21\x12\x1e\x0a\x0c\x22\x24\x2c\x2e"):
 
 def _strip_digest(name):
     # The name without its ParametersSha256Digest component(s); the substring test is
-    # cheap and nearly always false, so the walk is rare.
-    name = bytes(name)
+    # cheap and nearly always false, so the walk (and any copy) is rare.
+    if type(name) is not bytes:
+        name = bytes(name)
     while b"\x02\x20" in name:
-        dp = _walk(name, 0, len(name), False)
+        dp = walk(name, 0, len(name), False)
         if dp < 0:
             break
         name = name[:dp] + name[dp + 34 :]
     return name
+
+
+# Random Interest nonces are written as 4 bytes from a pool refilled 32 bytes at a time:
+# no int (above 2**30 it would be a heap object on a 32-bit board) and few allocations.
+_POOL = bytearray(32)
+_pool = [32]  # next unused byte of _POOL
+
+
+def _rand4(buf, p):
+    k = _pool[0]
+    if k >= 32:
+        _POOL[:] = urandom(32)
+        k = 0
+    buf[p] = _POOL[k]
+    buf[p + 1] = _POOL[k + 1]
+    buf[p + 2] = _POOL[k + 2]
+    buf[p + 3] = _POOL[k + 3]
+    _pool[0] = k + 4
 
 
 def _clear(i):
@@ -70,14 +91,14 @@ def _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq):
     if fh:
         vl += tl_size(_FORWARDING_HINT, _fh_len(fh))
     if nonce is not None:
-        if nonce < 0 or nonce > 0xFFFFFFFF:
-            raise EncodeError("nonce must fit 4 bytes")
+        if nonce < -1 or nonce > 0xFFFFFFFF:  # -1: a random nonce (internal)
+            raise EncodeError("too large")
         vl += 6
     if lifetime is not None:
         vl += nonneg_tlv_size(0x0C, lifetime)
     if hop is not None:
         if hop < 0 or hop > 255:
-            raise EncodeError("hop limit must fit 1 byte")
+            raise EncodeError("too large")
         vl += 3
     if al >= 0:
         vl += tl_size(_APP_PARAMS, al)
@@ -87,17 +108,21 @@ def _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq):
 
 
 def _fh_len(fh):
+    t = type(fh)
+    if t is bytes or t is bytearray or t is memoryview:  # one Name, no list (internal)
+        return tl_size(_NAME, len(fh))
     n = 0
     for f in fh:
         n += tl_size(_NAME, len(f))
     return n
 
 
-def _encode(buf, off, name, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn, st, sq,
-            fill, fa, fb, fc):
+def _encode(buf, off, name, n2, n3, n4, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn,
+            st, sq, fill, fa, fb, fc):
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
-    # With fill, ap is the ApplicationParameters length and fill(buf, off, fa, fb, fc)
-    # writes its value, so the notify parameters need no bytes object of their own.
+    # The name is name + n2 + n3 (+ generic n4), see put_name. With fill, ap is the
+    # ApplicationParameters length and fill(buf, off, fa, fb, fc) writes its value, so the
+    # notify parameters need no bytes object of their own. nonce -1 is a random one.
     if fill is not None:
         al = ap
     elif ap is not None:
@@ -109,7 +134,7 @@ def _encode(buf, off, name, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn, 
         al = -1
     if al >= 0:
         name = _strip_digest(name)
-    nl0 = len(name)
+    nl0 = name_len(name, n2, n3, n4)
     nl = nl0 + 34 if al >= 0 else nl0
     vl = _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq)
     total = tl_size(5, vl)
@@ -120,11 +145,10 @@ def _encode(buf, off, name, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn, 
     p = off + write_tl(buf, off, 5, vl)
     p += write_tl(buf, p, _NAME, nl)
     ns = p
-    p += nl0
-    buf[ns:p] = name
-    ne = p
+    p = ne = put_name(buf, p, name, n2, n3, n4)
     if al >= 0:
-        buf[p : p + 2] = b"\x02\x20"
+        buf[p] = 2
+        buf[p + 1] = 32
         p += 34
     if cbp:
         p += write_tl(buf, p, 0x21, 0)
@@ -132,10 +156,19 @@ def _encode(buf, off, name, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn, 
         p += write_tl(buf, p, 0x12, 0)
     if fh:
         p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
-        for f in fh:
-            p += write_tlv(buf, p, _NAME, f)
+        t = type(fh)
+        if t is bytes or t is bytearray or t is memoryview:
+            p += write_tlv(buf, p, _NAME, fh)
+        else:
+            for f in fh:
+                p += write_tlv(buf, p, _NAME, f)
     if nonce is not None:
-        pack_into(">BBI", buf, p, 0x0A, 4, nonce)
+        if nonce < 0:
+            buf[p] = 0x0A
+            buf[p + 1] = 4
+            _rand4(buf, p + 2)
+        else:
+            pack_into(">BBI", buf, p, 0x0A, 4, nonce)
         p += 6
     if lifetime is not None:
         p += write_nonneg_tlv(buf, p, 0x0C, lifetime)
@@ -168,7 +201,9 @@ def encode_interest(buf, off, name, *, can_be_prefix=False, must_be_fresh=False,
                     forwarding_hint=None, nonce=None, lifetime_ms=None, hop_limit=None,
                     app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
                     sig_seq=None):
-    return _encode(buf, off, name, can_be_prefix, must_be_fresh, forwarding_hint, nonce,
+    if nonce is not None and nonce < 0:
+        raise EncodeError("too large")
+    return _encode(buf, off, name, None, None, None, can_be_prefix, must_be_fresh, forwarding_hint, nonce,
                    lifetime_ms, hop_limit, app_params, signer, sig_nonce, sig_time_ms,
                    sig_seq, None, None, None, None)
 
@@ -196,7 +231,7 @@ def decode_interest(buf, into=None):
     r = i._r
     r.reset(buf)
     if not r.next() or r.typ != 5 or r.vend != len(mv):
-        raise DecodeError("not one Interest")
+        raise DecodeError("bad Interest")
     _clear(i)
     r.reset(buf, r.vstart, r.vend)
     rank = -1  # place of the last known element; later out-of-order ones count as unknown
@@ -209,18 +244,18 @@ def decode_interest(buf, into=None):
         k = _RANK[t] - 1 if t < 0x2F else -1
         if rank < 0:
             if k != 0:
-                raise DecodeError("Interest must start with a Name")
-            i._dp = _walk(buf, vs, ve, True)
+                raise DecodeError("bad Interest")
+            i._dp = walk(buf, vs, ve, True)
             i.name = mv[vs:ve]
             i._ns = vs
             i._ne = ve
         elif k <= rank:  # unknown, repeated or out of order
             if is_critical(t):
-                raise DecodeError("unknown or misplaced critical TLV")
+                raise DecodeError("unknown critical TLV")
             continue
         elif k == 4:
             if ve - vs != 4:
-                raise DecodeError("Nonce must be 4 bytes")
+                raise DecodeError("bad Nonce")
             i.nonce = r.nonneg()
         elif k == 5:
             i.lifetime_ms = r.nonneg()
@@ -236,8 +271,8 @@ def decode_interest(buf, into=None):
             _rare(i, k, buf, mv, vs, ve)
         rank = k
     if rank < 0:
-        raise DecodeError("Interest without Name")
-    return _check(i, mv)
+        raise DecodeError("bad Interest")
+    return _check(i, buf, mv)
 
 
 # CanBePrefix, MustBeFresh, ForwardingHint, HopLimit: kept apart to keep functions small
@@ -253,36 +288,42 @@ def _rare(i, k, buf, mv, vs, ve):
         i.forwarding_hint = fh = []
         while q.next():
             if q.typ == _NAME:
-                _walk(buf, q.vstart, q.vend, False)
+                walk(buf, q.vstart, q.vend, False)
                 fh.append(mv[q.vstart : q.vend])
             elif is_critical(q.typ):
-                raise DecodeError("unknown critical TLV in ForwardingHint")
+                raise DecodeError("unknown critical TLV")
     else:
         if ve - vs != 1:
-            raise DecodeError("HopLimit must be 1 byte")
+            raise DecodeError("bad HopLimit")
         i.hop_limit = buf[vs]
 
 
-def _check(i, mv):
+def _check(i, buf, mv):
     # The params digest covers ApplicationParameters to the end; a signature needs both.
     a0 = i._as
     dp = i._dp
     if a0 >= 0:
         if dp < 0:
-            raise DecodeError("ApplicationParameters without ParametersSha256Digest")
-        if sha256(mv[a0:]).digest() != mv[dp + 2 : dp + 34]:
-            raise DecodeError("ParametersSha256Digest mismatch")
+            raise DecodeError("bad ParametersSha256Digest")
+        d = sha256(mv[a0:]).digest()
+        k = 0
+        while k < 32:  # compared in place: no slice of the input
+            if d[k] != buf[dp + 2 + k]:
+                raise DecodeError("bad ParametersSha256Digest")
+            k += 1
         i.params_digest_ok = True
     elif dp >= 0:
-        raise DecodeError("ParametersSha256Digest without ApplicationParameters")
+        raise DecodeError("bad ParametersSha256Digest")
     if (i._se >= 0) != (i.sig_value is not None) or (i._se >= 0 and a0 < 0):
-        raise DecodeError("incomplete Interest signature")
+        raise DecodeError("bad Interest signature")
     return i
 
 
 # Check the signature of a decoded Interest against its input bytes.
 def verify_interest(interest, buf, key=None):
-    regions = interest.signed_regions
-    if regions is None:
+    i = interest
+    if i._se < 0:
         return False
-    return verify(interest.sig_type, interest.sig_value, buf, regions, key)
+    if i._dp + 34 != i._ne:  # a digest inside the name (unusual): three regions
+        return verify(i.sig_type, i.sig_value, buf, i.signed_regions, key)
+    return verify2(i.sig_type, i.sig_value, buf, i._ns, i._dp, i._as, i._se, key)

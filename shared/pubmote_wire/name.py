@@ -4,8 +4,8 @@
 # encoding, and python-ndn's b"".join(name) gives the same bytes.
 from .compat import const
 from .errors import DecodeError, EncodeError
-from .signature import _comp_end, _walk
-from .tlv import nonneg_size, varnum_size, write_nonneg, write_varnum
+from .namewire import comp_end, walk
+from .tlv import nonneg_size, read_varnum, varnum_size, write_nonneg, write_varnum
 
 GENERIC = const(0x08)
 _MAX_TYPE = const(0xFFFF)  # component types are 1..65535
@@ -19,7 +19,7 @@ _KEEP = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 # A component TLV of type typ holding the bytes-like value.
 def component(typ, value):
     if typ <= 0 or typ > _MAX_TYPE:
-        raise EncodeError("bad component type")
+        raise EncodeError("bad name component")
     n = len(value)
     out = bytearray(varnum_size(typ) + varnum_size(n) + n)
     h = write_varnum(out, 0, typ)
@@ -70,7 +70,7 @@ def sequence(n):
 
 def _digest(typ, d):
     if len(d) != 32:
-        raise EncodeError("digest must be 32 bytes")
+        raise EncodeError("bad digest")
     return bytes((typ, 32)) + bytes(d)
 
 
@@ -85,9 +85,9 @@ def implicit_digest(d):
 # Raise DecodeError unless name (a bytes-like TLV-VALUE) is a well-formed Name.
 def validate(name):
     try:
-        _walk(name, 0, len(name), False)
+        walk(name, 0, len(name), False)
     except (IndexError, TypeError):
-        raise DecodeError("not a name") from None
+        raise DecodeError("bad name component") from None
 
 
 # The components of name as memoryviews of whole component TLVs.
@@ -97,7 +97,7 @@ def components(name):
     p = 0
     while p < len(mv):
         s = p
-        p = _comp_end(mv, p, len(mv))[2]
+        p = comp_end(mv, p, len(mv))
         out.append(mv[s:p])
     return out
 
@@ -109,10 +109,10 @@ def count(name):
 # (type, value memoryview) of one component TLV.
 def component_type_value(comp):
     mv = memoryview(comp)
-    t, s, e = _comp_end(mv, 0, len(mv))
-    if e != len(mv):
-        raise DecodeError("trailing bytes")
-    return t, mv[s:e]
+    if comp_end(mv, 0, len(mv)) != len(mv):
+        raise DecodeError("bad name component")
+    t, k = read_varnum(mv, 0)
+    return t, mv[k + read_varnum(mv, k)[1] :]
 
 
 # True if name a is a component-aligned prefix of name b.
@@ -122,7 +122,7 @@ def is_prefix(a, b):
         return False
     p = 0
     while p < n:  # a must end on a component boundary of b
-        p = _comp_end(b, p, len(b))[2]
+        p = comp_end(b, p, len(b))
     return p == n
 
 
@@ -190,7 +190,7 @@ def _unescape(s):
         if b[i] == 0x25:  # '%'
             h = b[i + 1 : i + 3]
             if len(h) != 2 or h.strip(b"0123456789abcdefABCDEF"):
-                raise DecodeError("bad percent-escape")
+                raise DecodeError("bad URI")
             out.append(int(h, 16))
             i += 3
         else:
@@ -198,7 +198,7 @@ def _unescape(s):
             i += 1
     if out.strip(b".") == b"":  # only periods: "." and ".." are not components
         if len(out) < 3:
-            raise DecodeError("bad component")
+            raise DecodeError("bad name component")
         out = out[3:]
     return bytes(out)
 
@@ -224,9 +224,9 @@ def _from_uri_component(s):
     if eq > 0 and key.isdigit():
         t = _int(key, _MAX_TYPE)
         if t == 0:
-            raise DecodeError("bad type")
+            raise DecodeError("bad name component")
         c = component(t, _unescape(val))
-        _comp_end(c, 0, len(c))  # digests must be 32 bytes
+        comp_end(c, 0, len(c))  # digests must be 32 bytes
         return c
     return component(GENERIC, _unescape(s))
 
@@ -234,7 +234,7 @@ def _from_uri_component(s):
 # Parse an NDN URI ("/a/b", "ndn:/a", "seg=3", "sha256digest=..") into a Name.
 def from_uri(uri):
     if not isinstance(uri, str):
-        raise DecodeError("URI must be a str")
+        raise DecodeError("bad URI")
     s = uri.strip()
     if s.startswith("ndn:"):
         s = s[4:]
@@ -250,6 +250,6 @@ def from_uri(uri):
     out = []
     for part in s.split("/"):
         if not part:
-            raise DecodeError("empty component")
+            raise DecodeError("bad name component")
         out.append(_from_uri_component(part))
     return b"".join(out)

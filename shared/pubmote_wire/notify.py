@@ -1,11 +1,13 @@
 # ndn-python-repo PubSub packets (seed 000), byte-compatible with its PubSub: the notify
 # Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
 # /<publisher>/msg/<topic>/<nonce>, and the ack Data answering the notify Interest.
+# Names are written from their parts (no concatenated bytes) and parsed in place.
+from . import data as _data
 from .compat import const
-from .data import BLOB, encode_data
 from .errors import DecodeError
 from .interest import _encode, decode_interest
-from .signature import DigestSigner, _comp_end, _walk
+from .namewire import comp_end, walk
+from .signature import _DIGEST
 from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
@@ -15,35 +17,19 @@ _NAME = const(0x07)
 _NOTIFY = b"\x08\x06notify"
 _MSG = b"\x08\x03msg"
 DEFAULT_LIFETIME_MS = const(4000)
-DIGEST = DigestSigner()
-
-try:
-    from os import urandom
-
-    def _rand32():
-        return int.from_bytes(urandom(4), "big")
-
-except ImportError:  # some MicroPython ports have no os.urandom
-    import random
-
-    def _rand32():
-        return random.getrandbits(32)
+DIGEST = _DIGEST  # one shared DigestSigner
 
 
 # /<topic>/notify (without the ParametersSha256Digest the Interest adds).
-def _generic(v):
-    b = bytearray(tl_size(8, len(v)))
-    write_tlv(b, 0, 8, v)
-    return bytes(b)
-
-
 def notify_name(topic):
     return bytes(topic) + _NOTIFY
 
 
 # /<publisher>/msg/<topic>/<nonce>.
 def msg_name(publisher, topic, nonce):
-    return bytes(publisher) + _MSG + bytes(topic) + _generic(nonce)
+    b = bytearray(tl_size(8, len(nonce)))
+    write_tlv(b, 0, 8, nonce)
+    return bytes(publisher) + _MSG + bytes(topic) + b
 
 
 # Bytes of the NotifyAppParam value (what goes inside ApplicationParameters).
@@ -71,35 +57,41 @@ def write_notify_params(buf, off, publisher, nonce, fwd_hint=None):
     return p - off
 
 
-# (publisher Name or None, nonce or None, forwarding-hint Name or None), as
-# memoryviews, from a NotifyAppParam value.
-def decode_notify_params(buf):
-    mv = memoryview(buf)
-    r = TLVReader(mv)
-    publisher = nonce = fwd = None
+# Parse the NotifyAppParam value mv (a memoryview) with the readers r and q, setting
+# o._pp, o._pn, o._pf (publisher, nonce, forwarding hint): attributes, not a tuple.
+def _params(o, r, q, mv):
+    o._pp = o._pn = o._pf = None
+    r.reset(mv)
     rank = 0
     while r.next():
         t = r.typ
         k = 1 if t == _NAME else 2 if t == NOTIFY_NONCE else 3 if t == PUBLISHER_FWD_HINT else 0
         if k <= rank:  # unknown, repeated or out of order
             if is_critical(t):
-                raise DecodeError("unknown or misplaced critical TLV")
+                raise DecodeError("unknown critical TLV")
             continue
         rank = k
         if k == 1:
-            _walk(mv, r.vstart, r.vend, False)
-            publisher = r.value()
+            walk(mv, r.vstart, r.vend, False)
+            o._pp = mv[r.vstart : r.vend]
         elif k == 2:
-            nonce = r.value()
+            o._pn = mv[r.vstart : r.vend]
         else:
-            q = TLVReader(mv, r.vstart, r.vend)
+            q.reset(mv, r.vstart, r.vend)
             while q.next():
-                if q.typ == _NAME and fwd is None:
-                    _walk(mv, q.vstart, q.vend, False)
-                    fwd = q.value()
+                if q.typ == _NAME and o._pf is None:
+                    walk(mv, q.vstart, q.vend, False)
+                    o._pf = mv[q.vstart : q.vend]
                 elif is_critical(q.typ):
-                    raise DecodeError("unknown critical TLV in PublisherFwdHint")
-    return publisher, nonce, fwd
+                    raise DecodeError("unknown critical TLV")
+
+
+# (publisher Name or None, nonce or None, forwarding-hint Name or None), as
+# memoryviews, from a NotifyAppParam value.
+def decode_notify_params(buf):
+    r = TLVReader(b"")
+    _params(r, r, TLVReader(b""), memoryview(buf))
+    return r._pp, r._pn, r._pf
 
 
 # Write the notify Interest /<topic>/notify/<params-digest> at buf[off]; return its
@@ -107,53 +99,54 @@ def decode_notify_params(buf):
 def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                            interest_nonce=None, lifetime_ms=DEFAULT_LIFETIME_MS,
                            signer=DIGEST):
-    if interest_nonce is None:
-        interest_nonce = _rand32()
-    return _encode(buf, off, bytes(topic) + _NOTIFY, False, False, None, interest_nonce,
-                   lifetime_ms, None, notify_params_size(publisher, nonce, fwd_hint), signer,
-                   None, None, None, write_notify_params, publisher, nonce, fwd_hint)
+    return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
+                   -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
+                   notify_params_size(publisher, nonce, fwd_hint), signer, None, None, None,
+                   write_notify_params, publisher, nonce, fwd_hint)
 
 
 # Write the subscriber's Interest /<publisher>/msg/<topic>/<nonce>; fwd_hint is the
 # publisher's forwarding-hint Name from the notify, if any.
 def encode_msg_interest(buf, off, publisher, topic, nonce, *, interest_nonce=None,
                         lifetime_ms=DEFAULT_LIFETIME_MS, fwd_hint=None):
-    if interest_nonce is None:
-        interest_nonce = _rand32()
-    fh = None if fwd_hint is None else [fwd_hint]
-    return _encode(buf, off, msg_name(publisher, topic, nonce), False, False, fh,
-                   interest_nonce, lifetime_ms, None, None, None, None, None, None,
-                   None, None, None, None)
+    return _encode(buf, off, publisher, _MSG, topic, nonce, False, False, fwd_hint,
+                   -1 if interest_nonce is None else interest_nonce, lifetime_ms, None, None,
+                   None, None, None, None, None, None, None, None)
 
 
 # Write the publisher's message Data /<publisher>/msg/<topic>/<nonce>.
 def encode_msg_data(buf, off, publisher, topic, nonce, content, *, signer=None):
-    return encode_data(buf, off, msg_name(publisher, topic, nonce), content,
-                       content_type=BLOB, signer=signer)
+    return _data._encode(buf, off, publisher, _MSG, topic, nonce, content, _data.BLOB, None,
+                         None, signer)
 
 
 # Write the subscriber's empty ack Data named exactly as the notify Interest.
 def encode_ack_data(buf, off, notify_interest_full_name, *, signer=None):
-    return encode_data(buf, off, notify_interest_full_name, None, content_type=BLOB,
-                       signer=signer)
+    return _data._encode(buf, off, notify_interest_full_name, None, None, None, None,
+                         _data.BLOB, None, None, signer)
 
 
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is
 # the name without its trailing notify and ParametersSha256Digest components.
 def parse_notify_interest(buf, into=None):
     i = decode_interest(buf, into)
-    name = i.name
-    e = len(name)
-    dp = i._dp - i._ns
-    if i.app_params is None or dp != e - 34:
-        raise DecodeError("notify Interest needs parameters and a trailing digest")
+    ns = i._ns
+    dp = i._dp
+    if i.app_params is None or dp != i._ne - 34:
+        raise DecodeError("not a notify Interest")
     # Find the component just before the digest: it must be the generic "notify".
-    p = 0
+    p = ns
     last = -1
     while p < dp:
         last = p
-        p = _comp_end(name, p, dp)[2]
-    if last < 0 or name[last:dp] != _NOTIFY:
-        raise DecodeError("not a notify Interest name")
-    publisher, nonce, fwd = decode_notify_params(i.app_params)
-    return name[:last], publisher, nonce, fwd, i
+        p = comp_end(buf, p, dp)
+    if last < 0 or dp - last != 8:
+        raise DecodeError("not a notify Interest")
+    k = 0
+    while k < 8:  # compared in place: no slice
+        if buf[last + k] != _NOTIFY[k]:
+            raise DecodeError("not a notify Interest")
+        k += 1
+    # The Interest's readers are free again: parse the parameters with them.
+    _params(i, i._r, i._q, i.app_params)
+    return i.name[: last - ns], i._pp, i._pn, i._pf, i

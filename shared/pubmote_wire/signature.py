@@ -3,11 +3,11 @@
 # hash is fed region by region from a memoryview so signing copies nothing.
 from .compat import const, sha256
 from .errors import DecodeError
+from .namewire import walk
 from .tlv import (
     is_critical,
     nonneg_tlv_size,
     read_tlv,
-    read_varnum,
     tl_size,
     write_nonneg_tlv,
     write_tl,
@@ -31,50 +31,6 @@ _SIG_NONCE = const(0x26)
 _SIG_TIME = const(0x28)
 _SIG_SEQ = const(0x2A)
 _BLOCK = const(64)
-
-
-# Name structure checks live here, in the lowest packet module, so that parsing Interests
-# and Data does not load the URI code of name.py.
-# Check the component TLV at buf[p] (within e); return (typ, vstart, vend).
-def _comp_end(buf, p, e):
-    t = buf[p]
-    if t < 0xFD:
-        p += 1
-    else:
-        t, k = read_varnum(buf, p, e)
-        p += k
-    if p >= e:
-        raise DecodeError("truncated")
-    n = buf[p]
-    if n < 0xFD:
-        p += 1
-    else:
-        n, k = read_varnum(buf, p, e)
-        p += k
-    if n > e - p or t == 0 or t > 0xFFFF or (t < 3 and n != 32):
-        raise DecodeError("bad name component")
-    return t, p, p + n
-
-
-# Validate the components in buf[p:e]; return the offset of the first
-# ParametersSha256Digest component or -1 (with single, a second one is an error).
-def _walk(buf, p, e, single):
-    dpos = -1
-    while p < e:
-        t = buf[p]
-        if 2 < t < 0xFD and p + 1 < e and buf[p + 1] < 0xFD:  # the usual short component
-            p += 2 + buf[p + 1]
-            if p > e:
-                raise DecodeError("bad name component")
-            continue
-        s = p
-        t, _, p = _comp_end(buf, p, e)
-        if t == 2:
-            if dpos < 0:
-                dpos = s
-            elif single:
-                raise DecodeError("two parameters digests")
-    return dpos
 
 
 def _pads(key):
@@ -202,18 +158,34 @@ class HmacSigner(_Signer):
         return o.digest()
 
 
+_DIGEST = DigestSigner()
+_HMAC = [None, None]  # the last HMAC key and its signer: its pads are computed once
+
+
+def _signer(sig_type, sig_value, key):
+    if sig_value is None:
+        return None
+    if sig_type == DIGEST_SHA256:
+        return _DIGEST
+    if sig_type != HMAC_SHA256 or key is None:
+        return None
+    if _HMAC[0] != key:
+        _HMAC[1] = HmacSigner(key)
+        _HMAC[0] = bytes(key)
+    return _HMAC[1]
+
+
 # Check a DigestSha256 or HmacWithSha256 signature over regions of buf; other
 # types (and HMAC without a key) give False: this codec cannot check them.
 def verify(sig_type, sig_value, buf, regions, key=None):
-    if sig_value is None:
-        return False
-    if sig_type == DIGEST_SHA256:
-        s = DigestSigner()
-    elif sig_type == HMAC_SHA256 and key is not None:
-        s = HmacSigner(key)
-    else:
-        return False
-    return equal(s.sign(buf, *regions), sig_value)
+    s = _signer(sig_type, sig_value, key)
+    return s is not None and equal(s.sign(buf, *regions), sig_value)
+
+
+# verify() over one or two regions of buf (s1 < 0: one), the decoders' path: no lists.
+def verify2(sig_type, sig_value, buf, s0, e0, s1, e1, key=None):
+    s = _signer(sig_type, sig_value, key)
+    return s is not None and equal(s.sign2(memoryview(buf), s0, e0, s1, e1), sig_value)
 
 
 # Parse a (Interest)SignatureInfo value buf[p:e] with the TLVReader q into
@@ -221,7 +193,6 @@ def verify(sig_type, sig_value, buf, regions, key=None):
 # unknown critical elements, as python-ndn does for Data (v0.2 types had their own).
 def parse_info(obj, q, buf, p, e, strict):
     q.reset(buf, p, e)
-    mv = memoryview(buf)
     while q.next():
         t = q.typ
         if t == _SIGNATURE_TYPE and obj.sig_type is None:
@@ -230,12 +201,12 @@ def parse_info(obj, q, buf, p, e, strict):
             # A Name (kept) or a KeyDigest (ignored), filling the KeyLocator.
             t, s, v = read_tlv(buf, q.vstart, q.vend)
             if v != q.vend or (t != _NAME and t != 0x1D):
-                raise DecodeError("bad KeyLocator")
+                raise DecodeError("bad SignatureInfo")
             if t == _NAME:
-                _walk(buf, s, v, False)
-                obj.sig_key_name = mv[s:v]
+                walk(buf, s, v, False)
+                obj.sig_key_name = memoryview(buf)[s:v]  # only here: no view otherwise
         elif t == _SIG_NONCE:
-            obj.sig_nonce = mv[q.vstart : q.vend]
+            obj.sig_nonce = memoryview(buf)[q.vstart : q.vend]
         elif t == _SIG_TIME:
             obj.sig_time_ms = q.nonneg()
         elif t == _SIG_SEQ:
@@ -243,4 +214,4 @@ def parse_info(obj, q, buf, p, e, strict):
         elif strict and is_critical(t):
             raise DecodeError("unknown critical TLV")
     if obj.sig_type is None:
-        raise DecodeError("no SignatureType")
+        raise DecodeError("bad SignatureInfo")

@@ -19,7 +19,7 @@ def varnum_size(n):
         return 5
     if n <= 0xFFFFFFFFFFFFFFFF:
         return 9
-    raise EncodeError("var-number too large")
+    raise EncodeError("too large")
 
 
 def write_varnum(buf, off, n):
@@ -40,7 +40,7 @@ def write_varnum(buf, off, n):
         buf[off] = 0xFF
         _put_be(buf, off + 1, n, 8)
         return 9
-    raise EncodeError("var-number too large")
+    raise EncodeError("too large")
 
 
 def _put_be(buf, off, n, width):
@@ -65,20 +65,20 @@ def read_varnum(buf, off, end=-1):
     if end < 0:
         end = len(buf)
     if off >= end:
-        raise DecodeError("truncated var-number")
+        raise DecodeError("truncated")
     b = buf[off]
     if b < 0xFD:
         return b, 1
     width = 2 if b == 0xFD else (4 if b == 0xFE else 8)
     if off + 1 + width > end:
-        raise DecodeError("truncated var-number")
+        raise DecodeError("truncated")
     return _get_be(buf, off + 1, width), 1 + width
 
 
 def nonneg_size(n):
     """Bytes a NonNegativeInteger takes: 1, 2, 4 or 8."""
     if n < 0:
-        raise EncodeError("negative NonNegativeInteger")
+        raise EncodeError("negative")
     if n <= 0xFF:
         return 1
     if n <= 0xFFFF:
@@ -87,7 +87,7 @@ def nonneg_size(n):
         return 4
     if n <= 0xFFFFFFFFFFFFFFFF:
         return 8
-    raise EncodeError("NonNegativeInteger too large")
+    raise EncodeError("too large")
 
 
 def write_nonneg(buf, off, n):
@@ -100,9 +100,9 @@ def write_nonneg(buf, off, n):
 def read_nonneg(buf, off, length):
     """Read a NonNegativeInteger value of the given length (1, 2, 4 or 8)."""
     if length != 1 and length != 2 and length != 4 and length != 8:
-        raise DecodeError("NonNegativeInteger length not 1/2/4/8")
+        raise DecodeError("bad NonNegativeInteger")
     if off + length > len(buf):
-        raise DecodeError("truncated NonNegativeInteger")
+        raise DecodeError("truncated")
     return _get_be(buf, off, length)
 
 
@@ -154,7 +154,7 @@ class TLVReader:
         self.pos = off
         self.end = len(buf) if end < 0 else end
         if self.end > len(buf):
-            raise DecodeError("TLV range past end of input")
+            raise DecodeError("truncated")
         self.typ = 0
         self.vstart = 0
         self.vend = 0
@@ -164,30 +164,35 @@ class TLVReader:
         self.pos = off
         self.end = len(buf) if end < 0 else end
         if self.end > len(buf):
-            raise DecodeError("TLV range past end of input")
+            raise DecodeError("truncated")
 
     def next(self):
+        # Inline var-numbers (no (value, size) tuple): this runs for every element parsed.
         pos = self.pos
         end = self.end
         if pos >= end:
             return False
         buf = self.buf
         typ = buf[pos]
-        if typ < 0xFD:
-            pos += 1
-        else:
-            typ, n = read_varnum(buf, pos, end)
-            pos += n
+        pos += 1
+        if typ >= 0xFD:
+            w = 2 if typ == 0xFD else (4 if typ == 0xFE else 8)
+            if pos + w > end:
+                raise DecodeError("truncated")
+            typ = _get_be(buf, pos, w)
+            pos += w
         if pos >= end:
-            raise DecodeError("truncated TLV header")
+            raise DecodeError("truncated")
         length = buf[pos]
-        if length < 0xFD:
-            pos += 1
-        else:
-            length, n = read_varnum(buf, pos, end)
-            pos += n
+        pos += 1
+        if length >= 0xFD:
+            w = 2 if length == 0xFD else (4 if length == 0xFE else 8)
+            if pos + w > end:
+                raise DecodeError("truncated")
+            length = _get_be(buf, pos, w)
+            pos += w
         if length > end - pos:
-            raise DecodeError("TLV length runs past end of input")
+            raise DecodeError("truncated")
         self.typ = typ
         self.vstart = pos
         self.vend = pos + length
@@ -197,9 +202,9 @@ class TLVReader:
     def expect(self, typ):
         """Advance and require the next element to be of type typ."""
         if not self.next():
-            raise DecodeError("missing TLV element %d" % typ)
+            raise DecodeError("unexpected TLV")
         if self.typ != typ:
-            raise DecodeError("expected TLV %d, got %d" % (typ, self.typ))
+            raise DecodeError("unexpected TLV")
 
     def length(self):
         return self.vend - self.vstart
@@ -214,12 +219,12 @@ class TLVReader:
     def skip_unknown(self):
         """Call for an element the parser does not know: fails if it is critical."""
         if is_critical(self.typ):
-            raise DecodeError("unknown critical TLV %d" % self.typ)
+            raise DecodeError("unknown critical TLV")
 
 
 def read_tlv(buf, off=0, end=-1):
     """Read one TLV element at buf[off]: return (typ, vstart, vend)."""
     r = TLVReader(buf, off, end)
     if not r.next():
-        raise DecodeError("empty input")
+        raise DecodeError("truncated")
     return r.typ, r.vstart, r.vend

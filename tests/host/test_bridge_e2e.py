@@ -292,3 +292,33 @@ async def _restart_scenario(tmp_path: Path) -> None:
     missing = sorted(s for s in acked if s not in received and s < sent - 5)
     assert len(acked) >= 30  # the scenario ran: messages before and after the restart
     assert not missing, "acked but never delivered: %s" % missing[:20]
+
+
+@pytest.mark.parametrize("link", ["tcp", "udp"])
+def test_wifi_links_tcp_and_udp(tmp_path: Path, link: str) -> None:
+    """The WiFi links (ESP32, Pico W) with the unix port on loopback: same firmware."""
+
+    async def run() -> None:
+        urls = _urls()
+        port = free_port()
+        face = {link: ["127.0.0.1:%d" % port]}
+        extra = {"link": link, "host": "127.0.0.1", "port": port}
+        async with bridge_with_boards(tmp_path, 1, period_ms=200, extra=extra, **face,
+                                      **urls) as bridge:
+            await boards_registered(bridge, ["sim1"])
+            assert bridge.hub.boards["sim1"].face.kind == link
+            col = Collector(urls["sp_pub"][0], b"/pubmote/demo/sim1/")
+            pub = Publisher(urls["sp_sub"][0])
+            await sp_connected(bridge)
+            try:
+                await col.wait_for(b"/pubmote/demo/sim1/temperature|", 3)
+                await wait_until(lambda: bool(bridge.hub.boards["sim1"].filters), 10,
+                                 "the board's command subscription")
+                await pub.send(b"/pubmote/demo/sim1/command|over-" + link.encode())
+                got = await col.wait_for(b"/pubmote/demo/sim1/ack|", 1)
+            finally:
+                col.close()
+                pub.close()
+            assert got[0] == b"/pubmote/demo/sim1/ack|over-" + link.encode()
+
+    asyncio.run(run())
