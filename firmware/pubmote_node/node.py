@@ -125,6 +125,7 @@ class Node:
         self._soft_bytes = 0
         self._seen = []  # NotifyNonces recently delivered to us (duplicate notifies)
         self._subs = []
+        self._served = []  # (name prefix, handler): named data this board answers
         self._filters_dirty = asyncio.Event()
         self._up = False
         self.connected = False
@@ -177,6 +178,15 @@ class Node:
         finally:
             self._soft.pop(nonce, None)
             self._soft_bytes -= len(data)
+
+    def serve(self, prefix, handler):
+        """Answer Interests under prefix (a URI): handler(name_uri_bytes) returns the
+        content as bytes, or None to stay silent. The bridge routes them here, so NDN apps
+        fetch the board's named data with an ordinary Interest."""
+        if len(self._served) >= 8:
+            raise ValueError("at most 8 served prefixes")
+        self._served.append((name.from_uri(prefix), handler))
+        self._filters_changed()
 
     def stats(self):
         """Counters, link state and queue depths, for the app and the bridge's view."""
@@ -255,7 +265,8 @@ class Node:
 
     async def _register(self):
         params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
-                             "filters": self.filters()})
+                             "filters": self.filters(),
+                             "serve": [name.to_uri(p) for p, _ in self._served]})
         n = interest.encode_interest(
             self._tx, 0, REGISTER + name.generic(self.name.encode()),
             nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True)
@@ -372,6 +383,13 @@ class Node:
         if nm[: len(HELLO)] == HELLO:
             self._filters_dirty.set()
             return
+        for prefix, handler in self._served:
+            if name.is_prefix(prefix, nm):
+                content = handler(name.to_uri(nm).encode())
+                if content is not None:
+                    pkt = _encode_data(nm, _as_bytes(content))
+                    asyncio.create_task(self._send_quiet(pkt))
+                return
         try:
             topic, publisher, nonce, fwd, _ = notify.parse_notify_interest(pkt)
         except DecodeError:
@@ -449,6 +467,12 @@ def _interest_name(buf, n):
     r2 = tlv.TLVReader(buf, r.vstart, r.vend)
     r2.expect(0x07)
     return bytes(buf[r2.vstart : r2.vend])
+
+
+def _encode_data(nm, content):
+    from pubmote_wire import data
+
+    return data.encode(nm, content, freshness_ms=1000, signer=_SIGNER)
 
 
 def _decode_data(pkt):

@@ -13,10 +13,12 @@ from typing import Any
 
 from pubmote_wire import sp
 
-from .faces import BoardFace, SerialFace, StreamFace, UdpServer
+from .faces import BoardFace, SerialFace, StreamFace, UdpServer, next_face_id
 from .hub import Hub
+from .ndn_face import NdnFaceServer
 from .sim import SimFleet
 from .sp_endpoints import SpEndpoint
+from .trace import Tracer
 
 log = logging.getLogger("pubmote.bridge")
 
@@ -29,6 +31,8 @@ DEFAULTS: dict[str, Any] = {
     "tcp": [],
     "sp_pub": [],
     "sp_sub": [],
+    "ndn_face": [],
+    "trace": None,
     "sim_boards": 0,
     "sim_dir": None,
     "sim_period_ms": 1000,
@@ -56,7 +60,7 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
         if v is None or v == []:
             continue
         cfg[k] = v
-    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub"):
+    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face"):
         if isinstance(cfg[k], str):
             cfg[k] = [cfg[k]]
     return cfg
@@ -87,6 +91,8 @@ class Bridge:
         self.faces: list[BoardFace] = []
         self.udp: list[UdpServer] = []
         self.sp: list[SpEndpoint] = []
+        self.ndn: list[NdnFaceServer] = []
+        self.tracer: Tracer | None = None
         self.servers: list[asyncio.AbstractServer | asyncio.DatagramTransport] = []
         self.fleet: SimFleet | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -112,6 +118,13 @@ class Bridge:
     async def start(self) -> None:
         cfg = self.cfg
         loop = asyncio.get_running_loop()
+        if cfg["trace"]:
+            self.tracer = Tracer(cfg["trace"])
+            self.hub.tracer = self.tracer
+        for url in cfg["ndn_face"]:
+            ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state)
+            await ndn.start()
+            self.ndn.append(ndn)
         for url in cfg["sp_pub"]:
             ep = SpEndpoint(self.hub, url, sp.PUB)
             await ep.start()
@@ -157,10 +170,12 @@ class Bridge:
             self.faces.remove(face)
         self.hub.face_state(face)
 
-    def all_faces(self) -> list[BoardFace]:
-        out = list(self.faces)
+    def all_faces(self) -> list[Any]:
+        out: list[Any] = list(self.faces)
         for u in self.udp:
             out.extend(u.faces.values())
+        for ndn in self.ndn:
+            out.extend(ndn.faces.values())
         return out
 
     async def wait(self) -> None:
@@ -176,6 +191,8 @@ class Bridge:
             f.close()
         for ep in self.sp:
             await ep.close()
+        for ndn in self.ndn:
+            await ndn.close()
         for s in self.servers:
             s.close()
             if isinstance(s, asyncio.AbstractServer):
@@ -188,3 +205,6 @@ class Bridge:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+        if self.tracer is not None:
+            self.tracer.close()
+            self.tracer = None

@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the app the simulated boards run (default demo; else a module "
                         "with `async def main(node)` in --sim-app-dir)")
     b.add_argument("--sim-app-dir", metavar="DIR", help="directory added to the boards' path")
+    b.add_argument("--sim-app-config", metavar="JSON",
+                   help="extra keys for every simulated board's config, as a JSON object")
     b.add_argument("--serial", action="append", default=[], metavar="PORT[:BAUD]",
                    help="a board on a serial port (repeatable; default baud 115200); "
                         "the port is reopened when it disappears and comes back")
@@ -65,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sp-sub", action="append", default=[], metavar="URL",
                    help="bind an SP SUB endpoint where nanomsg/nng PUB sockets publish "
                         "`<topic URI>|<payload>` to the boards")
+    b.add_argument("--ndn-face", action="append", default=[], metavar="URL",
+                   help="listen for NDN applications as NFD does (tcp://127.0.0.1:6363 or "
+                        "unix:///PATH; repeatable); apps set NDN_CLIENT_TRANSPORT to it")
+    b.add_argument("--trace", metavar="FILE",
+                   help="record every packet (time, face, direction) as JSON lines in FILE; "
+                        "read it with `pubmote dissect --trace FILE`")
     b.add_argument("--gateway", metavar="NAME",
                    help="this gateway's name; its NDN prefix is /pubmote/gw/NAME (default gw)")
     b.add_argument("--config", metavar="FILE", help="TOML configuration; flags override it")
@@ -96,7 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "element names, Names as URIs, binary values as hex, notify parameters "
                     "and signature validity. Same output as `micropython -m "
                     "pubmote_wire.dissect HEX` on a board.")
-    d.add_argument("hex", metavar="HEX", help="the packet as hex, or - to read hex from stdin")
+    d.add_argument("hex", metavar="HEX", nargs="?",
+                   help="the packet as hex, or - to read hex from stdin")
+    d.add_argument("--trace", metavar="FILE",
+                   help="dissect every packet of a `pubmote bridge --trace` file instead")
     return parser
 
 
@@ -119,6 +130,19 @@ def main(argv: list[str] | None = None) -> int:
 def _dissect(args: argparse.Namespace) -> int:
     from pubmote_wire import dissect
 
+    if args.trace:
+        from .trace import format_trace
+
+        try:
+            for block in format_trace(args.trace):
+                print(block)
+        except OSError as e:
+            print("pubmote dissect: %s" % e, file=sys.stderr)
+            return 1
+        return 0
+    if args.hex is None:
+        print("pubmote dissect: give HEX, - (stdin) or --trace FILE", file=sys.stderr)
+        return 2
     text = sys.stdin.read() if args.hex == "-" else args.hex
     out, ok = dissect.dissect_hex(text)
     print(out)
@@ -131,15 +155,17 @@ def _bridge(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {
         "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
         "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
-        "sim_app_dir": args.sim_app_dir, "serial": args.serial, "udp": args.udp,
+        "sim_app_dir": args.sim_app_dir,
+        "sim_app_config": json.loads(args.sim_app_config) if args.sim_app_config else None,
+        "serial": args.serial, "udp": args.udp,
         "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
-        "gateway": args.gateway}
+        "ndn_face": args.ndn_face, "trace": args.trace, "gateway": args.gateway}
     try:
         cfg = load_config(args.config, overrides)
     except (OSError, ValueError) as e:
         print("pubmote bridge: %s" % e, file=sys.stderr)
         return 2
-    if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"]):
+    if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"] or cfg["ndn_face"]):
         print("pubmote bridge: no boards: give --sim-boards N, --serial PORT, --udp or --tcp "
               "(see pubmote bridge --help)", file=sys.stderr)
         return 2

@@ -27,6 +27,11 @@ OUT_LIMIT_BYTES = 64 * 1024
 
 _ids = itertools.count(1)
 
+
+def next_face_id() -> int:
+    """Face ids are unique across every kind of face (boards, NDN apps)."""
+    return next(_ids)
+
 PacketHandler = Callable[["BoardFace", bytes], None]
 FaceHandler = Callable[["BoardFace"], None]
 
@@ -37,13 +42,14 @@ class BoardFace:
     kind = "?"
 
     def __init__(self, label: str, on_packet: PacketHandler, on_state: FaceHandler) -> None:
-        self.face_id = next(_ids)
+        self.face_id = next_face_id()
         self.label = label
         self.on_packet = on_packet
         self.on_state = on_state
         self.decoder = framing.FrameDecoder(MAX_FRAME)
         self.up = False
         self.board: str | None = None  # set by the hub when the board registers
+        self.tracer: Any = None  # set by the hub when --trace is on
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
                          "tx_bytes": 0, "opens": 0}
 
@@ -51,6 +57,8 @@ class BoardFace:
         if not self.up:
             self.counters["tx_dropped"] += 1
             return
+        if self.tracer is not None:
+            self.tracer.record(self.label, "out", pkt)
         frame = framing.encode(pkt)
         if self._write_raw(frame):
             self.counters["tx_frames"] += 1

@@ -37,15 +37,19 @@ class PitEntry:
 
 
 class Forwarder:
-    """FIB and PIT with bounds: at most `max_pit` pending Interests and `max_fib` routes."""
+    """FIB and PIT with bounds: at most `max_pit` pending Interests, of which one face may
+    hold `max_pit_per_face` (a flooding app cannot starve the others), and `max_fib` routes."""
 
-    def __init__(self, *, max_pit: int = 4096, max_fib: int = 1024) -> None:
+    def __init__(self, *, max_pit: int = 4096, max_pit_per_face: int = 1024,
+                 max_fib: int = 1024) -> None:
         self.fib: dict[bytes, dict[int, Face]] = {}
         self.pit: dict[bytes, PitEntry] = {}
         self.max_pit = max_pit
+        self.max_pit_per_face = max_pit_per_face
         self.max_fib = max_fib
-        self.counters = {"pit_full": 0, "pit_timeouts": 0, "aggregated": 0, "loops": 0,
-                         "unsolicited_data": 0, "no_route": 0}
+        self._pending_by_face: dict[int, int] = {}
+        self.counters = {"pit_full": 0, "pit_face_quota": 0, "pit_timeouts": 0,
+                         "aggregated": 0, "loops": 0, "unsolicited_data": 0, "no_route": 0}
 
     # ---- FIB ------------------------------------------------------------------------
 
@@ -66,6 +70,7 @@ class Forwarder:
             self.remove_route(prefix, face)
         for entry in self.pit.values():
             entry.in_faces.pop(face.face_id, None)
+        self._pending_by_face.pop(face.face_id, None)
 
     def lookup(self, full_name: bytes) -> list[Face]:
         """Longest-prefix match: the next hops of the longest registered prefix."""
@@ -83,6 +88,9 @@ class Forwarder:
         """Record an Interest; return True if it must be forwarded (a new entry), False if
         it was aggregated into a pending one or dropped (duplicate nonce = loop, PIT full)."""
         now = time.monotonic()
+        if face is not None and self._pending_by_face.get(face.face_id, 0) >= self.max_pit_per_face:
+            self.counters["pit_face_quota"] += 1
+            return False
         entry = self.pit.get(full_name)
         is_new = entry is None
         if entry is not None:
@@ -102,16 +110,26 @@ class Forwarder:
             entry.timer = loop.call_later(lifetime_ms / 1000, self._expire, full_name)
         if nonce is not None:
             entry.nonces.add(nonce)
-        if face is not None:
+        if face is not None and face.face_id not in entry.in_faces:
             entry.in_faces[face.face_id] = face
+            self._pending_by_face[face.face_id] = self._pending_by_face.get(face.face_id, 0) + 1
         if sink is not None:
             entry.sinks.append(sink)
         return is_new
+
+    def _release(self, entry: PitEntry) -> None:
+        for fid in entry.in_faces:
+            left = self._pending_by_face.get(fid, 0) - 1
+            if left > 0:
+                self._pending_by_face[fid] = left
+            else:
+                self._pending_by_face.pop(fid, None)
 
     def _expire(self, full_name: bytes) -> None:
         entry = self.pit.pop(full_name, None)
         if entry is None:
             return
+        self._release(entry)
         self.counters["pit_timeouts"] += 1
         for sink in entry.sinks:
             sink(None)
@@ -124,6 +142,7 @@ class Forwarder:
             return False
         if entry.timer is not None:
             entry.timer.cancel()
+        self._release(entry)
         for fid, face in entry.in_faces.items():
             if from_face is None or fid != from_face.face_id:
                 face.send_packet(pkt)
@@ -138,6 +157,7 @@ class Forwarder:
             return None
         if entry.timer is not None:
             entry.timer.cancel()
+        self._release(entry)
         for sink in entry.sinks:
             sink(None)
         return entry

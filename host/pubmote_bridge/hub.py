@@ -13,7 +13,7 @@ import os
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pubmote_wire import cbor, lp, notify, sp
 from pubmote_wire import data as ndn_data
@@ -22,7 +22,7 @@ from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.signature import DigestSigner
 
-from .faces import BoardFace
+from . import ndn_face
 from .forwarder import Face, Forwarder
 
 log = logging.getLogger("pubmote.hub")
@@ -30,6 +30,7 @@ log = logging.getLogger("pubmote.hub")
 REGISTER = ndn_name.from_uri("/pubmote/ctl/register")
 HELLO = ndn_name.from_uri("/pubmote/ctl/hello")
 MSG = ndn_name.generic(b"msg")
+NOTIFY_COMPONENT = ndn_name.generic(b"notify")
 SIGNER = DigestSigner()
 # room for everything but the names and payload in a notify/msg packet: TLV headers,
 # notify and msg components, params digest, nonces, lifetime, signature info and value
@@ -56,10 +57,25 @@ class Message:
 Listener = Callable[[Message], None]
 
 
+class HubFace(Protocol):
+    """What the hub needs of any face: board links and NDN application connections."""
+
+    face_id: int
+    label: str
+    kind: str
+    up: bool
+    board: str | None
+    tracer: Any
+
+    def send_packet(self, pkt: bytes) -> None: ...
+
+    def bad_frames(self) -> int: ...
+
+
 class BoardState:
     """What the hub knows of one board, keyed by the name it registered with."""
 
-    def __init__(self, name: str, prefix: bytes, face: BoardFace, queue_len: int) -> None:
+    def __init__(self, name: str, prefix: bytes, face: HubFace, queue_len: int) -> None:
         self.name = name
         self.prefix = prefix
         self.face = face
@@ -128,7 +144,9 @@ class Hub:
         self.window = window
         self.max_boards = max_boards
         self.boards: dict[str, BoardState] = {}
-        self.faces: dict[int, BoardFace] = {}
+        self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
+        self.faces: dict[int, HubFace] = {}
+        self.tracer: Any = None
         self.topics: dict[bytes, TopicStats] = {}
         self.listeners: list[Listener] = []
         self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
@@ -136,22 +154,30 @@ class Hub:
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
         self._tasks: set[asyncio.Task[Any]] = set()
         self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
-                         "unknown_board_refused": 0, "fetch_failed": 0}
+                         "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
+                         "rib_refused": 0, "localhost_dropped": 0}
 
     # ---- faces ---------------------------------------------------------------------
 
-    def face_state(self, face: BoardFace) -> None:
+    def face_state(self, face: HubFace) -> None:
         if face.up:
             self.faces[face.face_id] = face
-            # a board that was on this line before the bridge (re)started hears a hello
-            # and re-registers at once instead of waiting for its keepalive
-            face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
-                                                 nonce=_nonce(), lifetime_ms=1000))
+            face.tracer = self.tracer
+            if face.kind != "ndn":
+                # a board that was on this line before the bridge (re)started hears a hello
+                # and re-registers at once instead of waiting for its keepalive
+                face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
+                                                     nonce=_nonce(), lifetime_ms=1000))
         else:
             self.faces.pop(face.face_id, None)
             self.fwd.remove_face(face)
+            sub = self.app_subs.pop(face.face_id, None)
+            if sub is not None and sub.worker is not None:
+                sub.worker.cancel()
 
-    def on_packet(self, face: BoardFace, pkt: bytes) -> None:
+    def on_packet(self, face: HubFace, pkt: bytes) -> None:
+        if self.tracer is not None:
+            self.tracer.record(face.label, "in", pkt)
         try:
             typ = pkt[0]
             if typ == 0x05:
@@ -167,7 +193,7 @@ class Hub:
             self.counters["bad_packets"] += 1
             log.debug("bad packet from %s: %s", face.label, e)
 
-    def _on_lp(self, face: BoardFace, pkt: bytes) -> None:
+    def _on_lp(self, face: HubFace, pkt: bytes) -> None:
         p = lp.decode_lp(pkt)
         if p.fragment is None:
             return
@@ -178,9 +204,17 @@ class Hub:
             return
         self.on_packet(face, bytes(p.fragment))
 
-    def _on_interest(self, face: BoardFace, pkt: bytes) -> None:
+    def _on_interest(self, face: HubFace, pkt: bytes) -> None:
         i = ndn_interest.decode_interest(pkt)
         nm = bytes(i.name)
+        if nm.startswith(ndn_face.LOCALHOST):
+            # /localhost never leaves this host: management from local apps, else dropped
+            if face.kind == "ndn" and (nm.startswith(ndn_face.RIB_REGISTER)
+                                       or nm.startswith(ndn_face.RIB_UNREGISTER)):
+                self._on_rib_command(face, nm)
+            else:
+                self.counters["localhost_dropped"] += 1
+            return
         if nm.startswith(REGISTER):
             self._on_register(face, i, nm)
             return
@@ -195,11 +229,12 @@ class Hub:
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, _fwd, _ = notify.parse_notify_interest(pkt)
+            topic, publisher, nonce, fwd, _ = notify.parse_notify_interest(pkt)
         except DecodeError:
             topic = None
         if topic is not None:
-            self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce)))
+            self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
+                                        bytes(fwd) if fwd is not None else None))
             return
         # anything else is forwarded along the FIB (an app or board serving that prefix)
         hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
@@ -211,18 +246,65 @@ class Hub:
             for h in hops:
                 h.send_packet(pkt)
 
-    def _send_nack(self, face: BoardFace, pkt: bytes) -> None:
+    def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
+        """NFD's rib/register and rib/unregister for a local NDN application."""
+        self.counters["rib_commands"] += 1
+        register = nm.startswith(ndn_face.RIB_REGISTER)
+        try:
+            params = ndn_face.command_parameters(nm)
+        except DecodeError as e:
+            self.counters["rib_refused"] += 1
+            self._reply(face, nm, ndn_face.control_response(400, "malformed command: %s" % e,
+                                                            None))
+            return
+        prefix = params["name"]
+        params["face_id"] = face.face_id
+        if register:
+            try:
+                self.fwd.add_route(prefix, face)
+            except ValueError as e:
+                self.counters["rib_refused"] += 1
+                self._reply(face, nm, ndn_face.control_response(403, str(e), None))
+                return
+        else:
+            self.fwd.remove_route(prefix, face)
+        topic = _notify_topic(prefix)
+        if topic is not None:
+            self._app_subscription(face, topic, register)
+        self._reply(face, nm, ndn_face.control_response(200, "OK", params))
+
+    def _app_subscription(self, face: HubFace, topic: bytes, add: bool) -> None:
+        # a PubSub subscriber registers /<topic>/notify: the hub delivers that topic to it
+        # as to a board whose filter is exactly `<topic URI>|`
+        line = ndn_name.to_uri(topic).encode() + b"|"
+        sub = self.app_subs.get(face.face_id)
+        if sub is None:
+            if not add:
+                return
+            sub = BoardState("app%d" % face.face_id, b"", face, self.board_queue_len)
+            self.app_subs[face.face_id] = sub
+            sub.worker = self._spawn(self._deliver_loop(sub))
+        filters = [f for f in sub.filters if f != line]
+        if add:
+            filters.append(line)
+        sub.set_filters(filters)
+
+    def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
+        face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
+
+    def _send_nack(self, face: HubFace, pkt: bytes) -> None:
         buf = bytearray(len(pkt) + 32)
         n = lp.encode_nack(buf, 0, pkt, lp.NACK_NO_ROUTE)
         face.send_packet(bytes(buf[:n]))
         self.counters["nacks_sent"] += 1
 
-    def _on_register(self, face: BoardFace, i: ndn_interest.Interest, nm: bytes) -> None:
+    def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes) -> None:
         try:
             info = cbor.loads(bytes(i.app_params or b""))
             bname = str(info["name"])
             prefix = ndn_name.from_uri(str(info["prefix"]))
             filters = [bytes(f) for f in info.get("filters", [])]
+            serves = [ndn_name.from_uri(str(x)) for x in info.get("serve", [])][:8]
         except (DecodeError, KeyError, TypeError, ValueError) as e:
             self.counters["bad_packets"] += 1
             log.warning("bad registration from %s: %s", face.label, e)
@@ -246,6 +328,8 @@ class Hub:
         b.registrations += 1
         b.last_seen = time.time()
         self.fwd.add_route(prefix, face)
+        for served in serves:  # named data the board answers (python-ndn express_interest)
+            self.fwd.add_route(served, face)
         if b.worker is None or b.worker.done():
             b.worker = self._spawn(self._deliver_loop(b))
         b.wake.set()
@@ -255,8 +339,8 @@ class Hub:
 
     # ---- board -> hub: seed 000 with the hub as the subscriber ----------------------
 
-    async def _on_notify(self, face: BoardFace, notify_name: bytes, topic: bytes,
-                         publisher: bytes, nonce: bytes) -> None:
+    async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
+                         publisher: bytes, nonce: bytes, fwd: bytes | None = None) -> None:
         key = publisher + b"\x00" + nonce
         if key in self._done:
             self._count_board(face, "duplicates")
@@ -266,7 +350,7 @@ class Hub:
             return  # a retransmitted notify; the ack of the first answers both (same name)
         self._inflight.add(key)
         try:
-            payload = await self._fetch(face, publisher, topic, nonce)
+            payload = await self._fetch(face, publisher, topic, nonce, fwd)
             if payload is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
@@ -288,18 +372,26 @@ class Hub:
         finally:
             self._inflight.discard(key)
 
-    def _count_board(self, face: BoardFace, key: str) -> None:
+    def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")
         if b is not None:
             b.counters[key] += 1
 
-    async def _fetch(self, face: BoardFace, publisher: bytes, topic: bytes,
-                     nonce: bytes) -> bytes | None:
-        hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce)) or [face]
-        buf = bytearray(len(publisher) + len(topic) + _OVERHEAD)
+    async def _fetch(self, face: HubFace, publisher: bytes, topic: bytes, nonce: bytes,
+                     fwd: bytes | None = None) -> bytes | None:
+        # route by the message's name, else by the publisher's forwarding hint (seed 000's
+        # PublisherFwdHint: the publisher prefix is not announced), else back where the
+        # notify came from
+        hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce))
+        if not hops and fwd:
+            hops = self.fwd.lookup(fwd)
+        if not hops:
+            hops = [face]
+        buf = bytearray(len(publisher) + len(topic) + len(fwd or b"") + _OVERHEAD)
         for _ in range(self.retries):
             n = notify.encode_msg_interest(buf, 0, publisher, topic, nonce,
-                                           interest_nonce=_nonce(), lifetime_ms=self.timeout_ms)
+                                           interest_nonce=_nonce(), lifetime_ms=self.timeout_ms,
+                                           fwd_hint=fwd or None)
             pkt = bytes(buf[:n])
             reply = await self._express(pkt, hops)
             if reply is not None:
@@ -320,7 +412,7 @@ class Hub:
                 h.send_packet(pkt)
         return await fut
 
-    def _ack(self, face: BoardFace, notify_name: bytes) -> None:
+    def _ack(self, face: HubFace, notify_name: bytes) -> None:
         face.send_packet(bytes(_encode_ack(notify_name)))
 
     # ---- fan-out ----------------------------------------------------------------------
@@ -341,6 +433,9 @@ class Hub:
         for b in self.boards.values():
             if b.filter.matches(line):
                 b.enqueue(msg)
+        for a in self.app_subs.values():
+            if a.filter.matches(line):
+                a.enqueue(msg)
 
     # ---- hub -> board: seed 000 with the hub as the publisher -------------------------
 
@@ -392,6 +487,14 @@ class Hub:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.fwd.close()
+
+
+def _notify_topic(prefix: bytes) -> bytes | None:
+    """The topic of a registered `/<topic>/notify` prefix, or None."""
+    comps = ndn_name.components(prefix)
+    if len(comps) >= 2 and bytes(comps[-1]) == NOTIFY_COMPONENT:
+        return prefix[: len(prefix) - len(NOTIFY_COMPONENT)]
+    return None
 
 
 def _encode_ack(notify_name: bytes) -> bytearray:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import cbor2
 import pytest
+
 from e2e import (
     Collector,
     Publisher,

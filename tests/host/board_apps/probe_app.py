@@ -17,6 +17,8 @@ async def main(node):
     ctl = node.subscribe(base + "ctl|")
     watch = node.subscribe(*cfg.get("watch", []))
     state = {"sent": 0, "failed": [], "got": []}
+    # named data for NDN apps: /test/<board>/data/<x> answers "<board>:<x-uri>"
+    node.serve(base + "data", lambda uri: node.name.encode() + b":" + uri)
     asyncio.create_task(_watcher(node, watch, base, state, cfg.get("echo", False)))
     if cfg.get("seq_period_ms"):
         asyncio.create_task(_seq(node, base, cfg["seq_period_ms"], state))
