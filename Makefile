@@ -47,11 +47,12 @@ test-micropython: setup
 ## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
 test: lint test-cpython test-micropython
 
-## make bench: codec against python-ndn; bridge against pynng; firmware heap (32-bit)
+## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
 	$(PY) bench/firmware/run.py
+	$(PY) bench/ndn/run.py
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
 run: setup

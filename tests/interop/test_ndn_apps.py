@@ -247,3 +247,48 @@ def test_bad_apps_cannot_break_the_bridge(tmp_path: Path) -> None:
             await still_serving(tmp_path)
 
     asyncio.run(run())
+
+
+def test_rib_commands_in_the_v03_signed_interest_form_and_trace_dissection(
+        tmp_path: Path) -> None:
+    """python-ndn sends the older signed-command name (tested above through every app);
+    here the v0.3 form: ControlParameters component, ApplicationParameters, signature."""
+    from pubmote_wire import data as ndn_data
+    from pubmote_wire import tlv
+    from pubmote_wire.signature import DigestSigner
+
+    async def run() -> None:
+        cfg = ndn_cfg(tmp_path)
+        async with bridge_with_boards(tmp_path, 1, app="probe_app", **cfg) as bridge:
+            await boards_registered(bridge, ["sim1"])
+            app = await RawApp.connect(tmp_path / "nfd.sock")
+            nm = ndn_name.from_uri("/v03/prefix")
+            cp = bytes([0x68, len(nm) + 2, 0x07, len(nm)]) + nm
+            for verb in ("register", "unregister"):
+                cmd = ndn_interest.encode(
+                    ndn_name.from_uri("/localhost/nfd/rib/" + verb) + ndn_name.generic(cp),
+                    nonce=7, lifetime_ms=1000, app_params=b"", signer=DigestSigner())
+                await app.send(cmd)
+                reply = await asyncio.wait_for(app.r.read(4096), 5)
+                d = ndn_data.decode_data(reply)
+                typ, vs, ve = tlv.read_tlv(bytes(d.content))
+                r = tlv.TLVReader(bytes(d.content), vs, ve)
+                fields = {}
+                while r.next():
+                    fields[r.typ] = bytes(r.value())
+                assert typ == 0x65 and fields[0x66] == b"\xc8" and fields[0x67] == b"OK"
+                assert 0x68 in fields  # the ControlParameters python-ndn insists on
+                routed = nm in bridge.hub.fwd.fib
+                assert routed == (verb == "register")
+            app.close()
+        # the trace holds both directions; `pubmote dissect --trace` shows them
+        exe = str(Path(sys.executable).parent / "pubmote")
+        proc = await asyncio.create_subprocess_exec(
+            exe, "dissect", "--trace", str(tmp_path / "trace.jsonl"),
+            stdout=asyncio.subprocess.PIPE)
+        out = (await asyncio.wait_for(proc.communicate(), 30))[0].decode()
+        assert proc.returncode == 0
+        assert "<- ndn:" in out and "-> ndn:" in out and "<- serial:sim1.tty" in out
+        assert "/localhost/nfd/rib/register" in out and '"packet": "Data"' in out
+
+    asyncio.run(run())
