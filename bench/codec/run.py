@@ -136,13 +136,19 @@ def micropython_cases(lib: Path) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-def import_check(lib: Path, heap: str) -> str:
-    """Import every pubmote_wire module and run one encode+parse under a small heap."""
-    code = ("import gc\nfrom pubmote_wire import cbor, data, dissect, errors, framing, interest, "
-            "lp, name, notify, signature, sp, tlv\n"
+ALL_MODULES = ("cbor, data, dissect, errors, framing, interest, lp, lp_frag, name, namewire, "
+               "notify, rand, signature, sp, tlv")
+BOARD_MODULES = "cbor, data, framing, interest, lp, name, notify, signature, sp, tlv"
+
+
+def import_check(lib: Path, heap: str, modules: str = ALL_MODULES) -> str:
+    """Import the modules and run one encode+parse under a small heap."""
+    code = ("import gc\nfrom pubmote_wire import %s\n"
+            "from pubmote_wire import data, name, signature\n"
             "b = bytearray(256)\nn = data.encode_data(b, 0, name.from_uri('/a/b'), b'x', "
             "signer=signature.DigestSigner())\ndata.decode_data(b[:n])\n"
-            "gc.collect()\nprint('OK mem_alloc=%d mem_free=%d' % (gc.mem_alloc(), gc.mem_free()))\n")
+            "gc.collect()\nprint('OK mem_alloc=%%d mem_free=%%d' %% (gc.mem_alloc(), "
+            "gc.mem_free()))\n" % modules)
     mp = str(Path(sys.executable).parent / "micropython")
     env = dict(os.environ, MICROPYPATH=".frozen:%s" % lib)
     p = subprocess.run([mp, "-X", "heapsize=" + heap, "-c", code], env=env,
@@ -162,22 +168,29 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pubmote-bench-") as tmp:
         lib = mpy_dir(Path(tmp))
         print("MicroPython (.mpy from mpy-cross); bytes allocated per op with gc disabled:")
-        print("  %-18s %-24s %10s %10s" % ("runtime", "operation", "ops/s", "bytes/op"))
+        print("  %-18s %-32s %10s %10s" % ("runtime", "operation", "ops/s", "bytes/op"))
         for label, res in micropython_cases(lib):
             if "error" in res:
                 print("  %-18s ERROR %s" % (label, res["error"]))
                 continue
             for op in ("notify_interest.encode", "notify_interest.parse", "data.encode",
-                       "data.parse"):
-                print("  %-18s %-24s %10s %10s" % (label, op, res.get(op + ".ops_per_s", "?"),
+                       "data.parse", "notify_interest.encode_unsigned",
+                       "notify_interest.parse_unsigned", "msg_interest.encode",
+                       "msg_interest.parse", "ack_data.encode", "hashlib.sha256_hash"):
+                print("  %-18s %-32s %10s %10s" % (label, op, res.get(op + ".ops_per_s", "?"),
                                                   res.get(op + ".bytes_per_op", "?")))
         print()
-        print("Whole pubmote_wire under -X heapsize=64k (unix port, 64-bit):")
-        print("  from .mpy:   %s" % import_check(lib, "64k"))
-        print("  from source: %s" % import_check(ROOT / "shared", "64k"))
+        print("pubmote_wire under -X heapsize=64k (unix port, 64-bit; objects twice a board's):")
+        print("  whole package, from .mpy:   %s" % import_check(lib, "64k"))
+        print("  whole package, from source: %s" % import_check(ROOT / "shared", "64k"))
+        print("  what the firmware imports (%s), from .mpy: %s"
+              % (BOARD_MODULES, import_check(lib, "64k", BOARD_MODULES)))
     print()
     print("Targets: CPython >= 3x python-ndn; 32-bit MicroPython <= 128 B/op encode into a "
           "reused buffer, <= 256 B/op parse.")
+    print("hashlib.sha256_hash is one sha256() object plus its digest(): what every signature")
+    print("or ParametersSha256Digest costs on MicroPython, whose hashlib cannot be reused or")
+    print("write into a buffer. A signed notify Interest needs two, a signed Data one.")
     return 0
 
 
