@@ -5,10 +5,11 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: deb setup test test-cpython test-micropython lint bench run clean
+.PHONY: deb setup test test-cpython test-micropython lint bench run flash deploy hil clean
 
-# Debian packages the tests run as real peers: nanocat (the original nanomsg).
-DEB_PACKAGES := nanomsg-utils
+# Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
+# (the simulated board's REPL pty for mpremote).
+DEB_PACKAGES := nanomsg-utils socat
 
 setup: $(VENV)/.installed node_modules/.installed deb
 
@@ -57,6 +58,22 @@ bench: setup
 ## make run: the bridge with two simulated boards running the demo, and the live view
 run: setup
 	$(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
+
+## Boards: make flash BOARD=esp32 PORT=/dev/ttyUSB0 FIRMWARE=ESP32_GENERIC.bin [ERASE=1]
+##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio]
+##         make hil [PORT=/dev/ttyUSB0 BOARD=esp32]   (no PORT: the simulated board)
+BOARD ?= unix
+NAME ?= board1
+flash: setup
+	@test -n "$(PORT)$(filter rp2040,$(BOARD))" || { echo "make flash needs PORT=... (and BOARD=, FIRMWARE=)"; exit 2; }
+	$(BIN)/pubmote flash --board $(BOARD) $(if $(PORT),--port $(PORT)) --firmware $(FIRMWARE) $(if $(ERASE),--erase)
+
+deploy: setup
+	@test -n "$(PORT)" || { echo "make deploy needs PORT=... (and BOARD=, NAME=)"; exit 2; }
+	$(BIN)/pubmote deploy --board $(BOARD) --port $(PORT) --name $(NAME) $(if $(LINK),--link $(LINK))
+
+hil: setup
+	$(PY) -m pytest -q tests/hil $(if $(PORT),--board-port $(PORT) --board $(BOARD))
 
 clean:
 	rm -rf build .venv node_modules

@@ -37,10 +37,17 @@ async def publisher(node, period_ms=1000):
 
 
 async def commander(node):
+    # every command is echoed on .../ack; the command "stats" also publishes the board's
+    # own health report (counters, gc.mem_free) as CBOR on .../stats
     base = "/pubmote/demo/%s/" % node.name
-    sub = node.subscribe(base + "command")
+    sub = node.subscribe(base + "command|")
     while True:
         msg = await sub.recv()
+        if msg.payload == b"stats":
+            import gc
+
+            gc.collect()  # so mem_free tells live data, not garbage not yet collected
+            await node.publish(base + "stats", cbor.dumps(node.stats()))
         await node.publish(base + "ack", msg.payload)
 
 

@@ -95,6 +95,12 @@ class StdioLink:
     async def open(self):
         import sys
 
+        try:
+            import micropython
+
+            micropython.kbd_intr(-1)  # 0x03 is data in a frame, not Ctrl-C, from now on
+        except (ImportError, AttributeError):
+            pass
         self._r = asyncio.StreamReader(sys.stdin.buffer)
         self._w = sys.stdout.buffer
 

@@ -196,6 +196,13 @@ class Node:
         s["pending"] = len(self._pending)
         s["sub_dropped"] = sum(x.dropped for x in self._subs)
         s["frames_bad"] = self._dec.frames_bad_crc + self._dec.frames_bad_cobs + self._dec.frames_oversize
+        try:
+            import gc
+
+            s["mem_free"] = gc.mem_free()
+            s["mem_alloc"] = gc.mem_alloc()
+        except AttributeError:  # CPython
+            pass
         return s
 
     def filters(self):

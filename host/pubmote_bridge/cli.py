@@ -98,6 +98,45 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--app-config", default="{}", metavar="JSON",
                    help="extra keys for every board's config, as a JSON object")
 
+    f = sub.add_parser(
+        "flash", help="put MicroPython on a board (esptool for ESP32, UF2 for RP2040)",
+        description="Flash MicroPython firmware. ESP32 family: esptool with the chip and "
+                    "offset of the board profile (ESP32 0x1000; S3/C3/C6 0x0). RP2040: the "
+                    "UF2 is copied to the RPI-RP2 BOOTSEL drive (the board is put into its "
+                    "bootloader with mpremote first if --port is given).")
+    f.add_argument("--board", required=True, help="board type: esp32, rp2040")
+    f.add_argument("--port", help="serial port (required for ESP32)")
+    f.add_argument("--firmware", required=True, metavar="FILE", help=".bin (ESP32) or .uf2")
+    f.add_argument("--erase", action="store_true", help="erase the whole flash first")
+    f.add_argument("--chip", help="ESP32 variant: esp32 (default), esp32s3, esp32c3, esp32c6")
+    f.add_argument("--connect-attempts", type=int, metavar="N",
+                   help="how often esptool tries to reach the bootloader (esptool's default 7)")
+
+    dp = sub.add_parser(
+        "deploy", help="copy pubmote to a board: .mpy files, config; verify; reset",
+        description="Compile shared/ and firmware/ to .mpy for the board, copy the files "
+                    "that changed with mpremote, write the board's config, verify every "
+                    "file by SHA-256 and reset the board. A second deploy copies only what "
+                    "changed. For the simulated board, PORT is DIR/repl of `pubmote simdev`.")
+    dp.add_argument("--board", required=True, help="board type: esp32, rp2040, unix")
+    dp.add_argument("--port", required=True, help="the board's REPL serial port")
+    dp.add_argument("--name", default="board1", help="the board's name (default board1)")
+    dp.add_argument("--link", help="link to the bridge (default: the profile's)")
+    dp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra config entries (JSON values), e.g. --set period_ms=200")
+    dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
+    dp.add_argument("--timeout", type=float, default=60, metavar="S",
+                    help="give up when the board does not answer a step within S seconds "
+                         "(default 60)")
+
+    sd = sub.add_parser(
+        "simdev", help="a simulated board to flash-free deploy to (mpremote over a pty)",
+        description="Run a simulated board in DIR: DIR/repl is its REPL (mpremote, every "
+                    "command prefixed with resume), DIR/tty its line to the bridge "
+                    "(`pubmote bridge --serial DIR/tty`), DIR/flash its filesystem. A soft "
+                    "reset (what `pubmote deploy` ends with) reboots it into main.py.")
+    sd.add_argument("--dir", required=True, metavar="DIR")
+
     d = sub.add_parser(
         "dissect", help="decode an NDN packet or LpPacket as a JSON tree",
         description="Print the canonical JSON tree of one NDN packet or NDNLPv2 LpPacket: "
@@ -123,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         return _run_until_interrupted(_sim(args))
     if args.command == "bridge":
         return _bridge(args)
+    if args.command == "flash":
+        return _flash(args)
+    if args.command == "deploy":
+        return _deploy(args)
+    if args.command == "simdev":
+        return _run_until_interrupted(_simdev(args))
     parser.error("unknown command")
     return 2
 
@@ -147,6 +192,57 @@ def _dissect(args: argparse.Namespace) -> int:
     out, ok = dissect.dissect_hex(text)
     print(out)
     return 0 if ok else 1
+
+
+def _flash(args: argparse.Namespace) -> int:
+    from .flash import FlashError, flash
+
+    try:
+        flash(args.board, args.port, args.firmware, erase=args.erase, chip=args.chip,
+              connect_attempts=args.connect_attempts)
+    except (FlashError, ValueError) as e:
+        print("pubmote flash: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from .deploy import DeployError, deploy, reset
+
+    settings: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print("pubmote deploy: --set wants KEY=VALUE, not %r" % item, file=sys.stderr)
+            return 2
+        try:
+            settings[key] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key] = value
+    try:
+        counts = deploy(args.port, args.board, args.name, link=args.link, settings=settings,
+                        timeout_s=args.timeout)
+        if not args.no_reset:
+            reset(args.port, args.board)
+    except (DeployError, ValueError) as e:
+        print("pubmote deploy: %s" % e, file=sys.stderr)
+        return 1
+    print("deployed %s: %d copied, %d unchanged%s" % (
+        args.name, counts["copied"], counts["unchanged"], "" if args.no_reset else ", reset"))
+    return 0
+
+
+async def _simdev(args: argparse.Namespace) -> None:
+    from .simdev import SimDevice
+
+    dev = SimDevice(Path(args.dir))
+    dev.start()
+    print("repl %s" % dev.repl_port, flush=True)
+    print("tty %s" % dev.cable.bridge_link, flush=True)
+    try:
+        await dev.supervise()
+    finally:
+        dev.stop()
 
 
 def _bridge(args: argparse.Namespace) -> int:

@@ -145,7 +145,7 @@ class Cable:
 _PR_SET_PDEATHSIG = 1
 
 
-def _detach() -> None:
+def detach_child() -> None:
     # A session of its own (Ctrl-C in the bridge's terminal is the bridge's to handle), and
     # SIGHUP ignored: the pty becomes the board's controlling terminal when it opens it, and
     # a pulled cable must not kill a board, only cut its line. If the process that started
@@ -195,7 +195,7 @@ class SimBoard:
             self.proc = subprocess.Popen(
                 [micropython_exe(), "-X", "heapsize=" + self.heap, str(ROOT / "firmware" / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=_detach)
+                preexec_fn=detach_child)
 
     def reset(self) -> None:
         """Power-cycle the board: kill its process and start it again on the same line."""

@@ -1,0 +1,229 @@
+"""Hardware-in-the-loop: deploy, boot, publish and subscribe through a bridge, reconnect
+after a board reset and after a bridge restart, and the board's own memory report. One
+suite, two targets: the simulated board (default: the unix port behind a socat pty, driven
+by mpremote) and a real board (--board-port PORT --board TYPE). Every wait is bounded."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cbor2
+import pynng
+import pytest
+
+BIN = Path(sys.executable).parent
+PUBMOTE = str(BIN / "pubmote")
+NAME = "hil1"
+PERIOD_MS = 5
+ENABLE = ("no real board: run `make hil PORT=/dev/ttyUSB0 BOARD=esp32` (or pytest tests/hil "
+          "--board-port PORT --board TYPE) with a board on that port")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Target:
+    kind: str
+    board: str
+    port: str  # the REPL port mpremote uses
+    link_port: str  # what the bridge opens
+    tmp: Path
+    sp_pub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % _free_port())
+    sp_sub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % _free_port())
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    bridge: subprocess.Popen[bytes] | None = None
+
+    def start_bridge(self) -> None:
+        self.bridge = subprocess.Popen(
+            [PUBMOTE, "bridge", "--no-view", "--serial", self.link_port, "--sp-pub",
+             self.sp_pub, "--sp-sub", self.sp_sub],
+            stdout=subprocess.DEVNULL, stderr=open(self.tmp / "bridge.log", "ab"))
+
+    def stop_bridge(self, sig: int = signal.SIGINT) -> None:
+        if self.bridge is not None and self.bridge.poll() is None:
+            self.bridge.send_signal(sig)
+            try:
+                self.bridge.wait(15)
+            except subprocess.TimeoutExpired:
+                self.bridge.kill()
+                self.bridge.wait()
+        self.bridge = None
+
+
+@pytest.fixture(scope="module", params=["simulated", "real"])
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Target]:
+    tmp = tmp_path_factory.mktemp("hil")
+    port = request.config.getoption("--board-port")
+    if request.param == "real":
+        if not port:
+            pytest.skip(ENABLE)
+        board = request.config.getoption("--board")
+        t = Target("real", board, port, request.config.getoption("--bridge-port") or port, tmp)
+    else:
+        t = Target("simulated", "unix", str(tmp / "repl"), str(tmp / "tty"), tmp)
+        sim = subprocess.Popen([PUBMOTE, "simdev", "--dir", str(tmp)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t.procs.append(sim)
+        deadline = time.monotonic() + 15
+        while not (tmp / "repl").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    yield t
+    t.stop_bridge()
+    for p in t.procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def _deploy(t: Target) -> str:
+    p = subprocess.run([PUBMOTE, "deploy", "--board", t.board, "--port", t.port, "--name", NAME,
+                        "--set", "period_ms=%d" % PERIOD_MS], capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+class Sub:
+    def __init__(self, url: str) -> None:
+        self.s = pynng.Sub0(recv_timeout=200, recv_buffer_size=8192, reconnect_time_min=20,
+                            reconnect_time_max=100)
+        self.s.subscribe(b"/pubmote/demo/%s/" % NAME.encode())
+        self.s.dial(url, block=False)
+
+    def wait(self, prefix: bytes, timeout_s: float, what: str) -> bytes:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                m = self.s.recv()
+            except pynng.Timeout:
+                continue
+            if m.startswith(prefix):
+                return m
+        raise AssertionError("no %s within %.0f s (the board stopped answering?)"
+                             % (what, timeout_s))
+
+    def close(self) -> None:
+        self.s.close()
+
+
+def _reading(m: bytes) -> dict[str, object]:
+    result: dict[str, object] = cbor2.loads(m.split(b"|", 1)[1])
+    return result
+
+
+def _command(t: Target, payload: bytes, sub: Sub, reply_prefix: bytes,
+             timeout_s: float = 20) -> bytes:
+    pub = pynng.Pub0()
+    pub.dial(t.sp_sub, block=False)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            pub.send(b"/pubmote/demo/%s/command|%s" % (NAME.encode(), payload))
+            try:
+                return sub.wait(reply_prefix, 1.0, "reply")
+            except AssertionError:
+                continue
+        raise AssertionError("the board did not answer %r within %.0f s" % (payload, timeout_s))
+    finally:
+        pub.close()
+
+
+@pytest.mark.timeout(600)
+def test_hil_suite(target: Target) -> None:
+    t = target
+    if t.kind == "simulated":
+        # mip installs pubmote from this checkout too (firmware/package.json, relative urls)
+        root = Path(__file__).resolve().parents[2]
+        p = subprocess.run([str(BIN / "mpremote"), "connect", t.port, "resume", "mip", "install",
+                            "--target", "mip-lib", str(root / "firmware" / "package.json")],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert (t.tmp / "flash" / "mip-lib" / "pubmote_wire" / "notify.py").is_file()
+    # deploy, and a second deploy copies nothing
+    out = _deploy(t)
+    assert "verified" in out
+    again = _deploy(t)
+    assert "0 copied" in again, again
+    # boot: the board publishes through the bridge
+    t.start_bridge()
+    sub = Sub(t.sp_pub)
+    try:
+        first = _reading(sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
+                                  "reading after boot"))
+        assert "celsius" in first
+        # subscribe: a command reaches the board, which answers on .../ack
+        ack = _command(t, b"hello-board", sub, b"/pubmote/demo/%s/ack|hello-board" % NAME.encode())
+        assert ack.endswith(b"hello-board")
+        # the board's own memory report after boot, then after 1,000 messages
+        stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|" % NAME.encode()))
+        boot_free, boot_acked = int(stats["mem_free"]), int(stats["acked"])  # type: ignore[call-overload]
+        deadline = time.monotonic() + 240
+        while True:
+            stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|"
+                                      % NAME.encode()))
+            if int(stats["acked"]) >= boot_acked + 1000:  # type: ignore[call-overload]
+                break
+            assert time.monotonic() < deadline, "fewer than 1,000 messages in 240 s"
+            time.sleep(1)
+        later_free = int(stats["mem_free"])  # type: ignore[call-overload]
+        print("\nboard memory: mem_free %d B after boot, %d B after %d more messages"
+              % (boot_free, later_free, int(stats["acked"]) - boot_acked))  # type: ignore[call-overload]
+        assert later_free >= boot_free - 4096, "the board leaks memory while publishing"
+        # reset the board: it boots again and publishes from seq 0
+        reset = [str(BIN / "mpremote"), "connect", t.port]
+        reset += ["resume", "soft-reset"] if t.kind == "simulated" else ["reset"]
+        if t.kind == "real":
+            t.stop_bridge()  # the REPL port may be the link too
+        subprocess.run(reset, capture_output=True, timeout=30)
+        if t.kind == "real":
+            t.start_bridge()
+        deadline = time.monotonic() + 60
+        while True:
+            r = _reading(sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
+                                  "reading after the reset"))
+            if int(r["seq"]) < 100:  # type: ignore[call-overload]
+                break
+            assert time.monotonic() < deadline, "the board did not come back after a reset"
+        # restart the bridge (kill -9): the board re-registers, traffic resumes
+        t.stop_bridge(signal.SIGKILL)
+        time.sleep(1)
+        t.start_bridge()
+        sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
+                 "reading after the bridge restarted")
+        ack = _command(t, b"after-restart", sub, b"/pubmote/demo/%s/ack|after-restart"
+                       % NAME.encode())
+        assert ack.endswith(b"after-restart")
+    finally:
+        sub.close()
+        t.stop_bridge()
+
+
+def test_mip_package_lists_every_module() -> None:
+    """firmware/package.json (for `mpremote mip install`) names every module, no more."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    pkg = json.loads((root / "firmware" / "package.json").read_text())
+    listed = sorted(dst for dst, _ in pkg["urls"])
+    wanted = sorted(["pubmote_wire/%s" % f.name for f in (root / "shared" / "pubmote_wire").glob("*.py")]
+                    + ["pubmote_node/%s" % f.name for f in (root / "firmware" / "pubmote_node").glob("*.py")])
+    assert listed == wanted
+    for _, src in pkg["urls"]:
+        assert (root / "firmware" / src).resolve().is_file(), src
