@@ -1,11 +1,12 @@
 # The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
 # prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
 import asyncio
+import binascii
 
 from pubmote_wire import cbor, framing, interest, lp, name, notify, sp, tlv
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
-from pubmote_wire.signature import DigestSigner
+from pubmote_wire.signature import DigestSigner, HmacSigner
 
 try:
     from time import ticks_diff, ticks_ms
@@ -90,6 +91,7 @@ class _Pending:
     def __init__(self):
         self.ev = asyncio.Event()
         self.data = None
+        self.pkt = None
         self.nacked = False
 
 
@@ -114,6 +116,11 @@ class Node:
         self.timeout_ms = config.get("timeout_ms", 1500)
         self.retries = config.get("retries", 3)
         self.keepalive_ms = config.get("keepalive_ms", 3000)
+        # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
+        key = config.get("key")
+        self._key = binascii.unhexlify(key) if key else None
+        self._signer = HmacSigner(self._key) if self._key else _SIGNER
+        self._clock_offset_ms = 0  # set from the gateway's clock at registration
         self._tx = bytearray(MAX_PACKET)
         self._txv = memoryview(self._tx)
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET))
@@ -155,7 +162,8 @@ class Node:
         payload = _as_bytes(payload)
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
         nonce = urandom(4)
-        n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload, signer=_SIGNER)
+        n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload,
+                                   signer=self._signer)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
         if len(self._soft) >= self.max_soft or self._soft_bytes + n > self.max_soft_bytes:
@@ -169,7 +177,9 @@ class Node:
             for _ in range(self.retries + 1):
                 n = notify.encode_notify_interest(
                     self._tx, 0, topic_name, self.prefix, nonce,
-                    lifetime_ms=self.timeout_ms, signer=_SIGNER)
+                    lifetime_ms=self.timeout_ms, signer=self._signer,
+                    sig_nonce=urandom(8) if self._key else None,
+                    sig_time_ms=self._now_ms() if self._key else None)
                 if await self._express(n) is not None:
                     self.counters["acked"] += 1
                     return True
@@ -276,17 +286,30 @@ class Node:
                              "serve": [name.to_uri(p) for p, _ in self._served]})
         n = interest.encode_interest(
             self._tx, 0, REGISTER + name.generic(self.name.encode()),
-            nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True)
-        data = await self._express(n)
-        if data is None:
+            nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True,
+            signer=self._signer if self._key else None,
+            sig_nonce=urandom(8) if self._key else None,
+            sig_time_ms=self._now_ms() if self._key else None)
+        p = await self._express(n, keep=True)
+        if p is None:
             return False
         self.counters["registrations"] += 1
         try:
-            info = cbor.loads(data.content)
+            info = cbor.loads(p.data.content)
             self.gateway = info.get("gateway")
-        except (DecodeError, AttributeError):
+            gw_ms = info.get("time_ms")
+            if gw_ms and self._key:
+                from pubmote_wire.data import verify_data
+
+                if verify_data(p.data, p.pkt, self._key):
+                    self._clock_offset_ms = gw_ms - _local_ms()
+        except (DecodeError, AttributeError, TypeError):
             pass
         return True
+
+    def _now_ms(self):
+        """Milliseconds since 1970 by the gateway's clock (boards may have none)."""
+        return _local_ms() + self._clock_offset_ms
 
     def _filters_changed(self):
         self._filters_dirty.set()
@@ -311,8 +334,9 @@ class Node:
             await self._link.write(memoryview(self._frame)[0:n])
             self.counters["sent_frames"] += 1
 
-    async def _express(self, n):
-        """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack).
+    async def _express(self, n, keep=False):
+        """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack);
+        with keep, return the pending record (Data and its packet) instead.
 
         The packet is copied before the first await: other tasks encode into self._tx."""
         pkt = bytes(self._txv[0:n])
@@ -328,7 +352,9 @@ class Node:
                 await asyncio.wait_for(p.ev.wait(), self.timeout_ms / 1000)
             except asyncio.TimeoutError:
                 return None
-            return p.data
+            if p.data is None:
+                return None
+            return p if keep else p.data
         except OSError:
             return None
         finally:
@@ -359,6 +385,7 @@ class Node:
             p = self._pending.get(bytes(d.name))
             if p is not None:
                 p.data = d
+                p.pkt = pkt
                 p.ev.set()
         elif typ == 0x05:
             self._on_interest(pkt)
@@ -450,6 +477,15 @@ class Node:
             await self._send(memoryview(buf)[0:n])
         except OSError:
             pass
+
+
+def _local_ms():
+    import time
+
+    try:
+        return time.time_ns() // 1000000
+    except AttributeError:
+        return int(time.time() * 1000)
 
 
 def _log_exception(e):

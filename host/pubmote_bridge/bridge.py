@@ -11,8 +11,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 
+from .auth import BoardAuth, load_keys
 from .faces import BoardFace, SerialFace, StreamFace, UdpServer, next_face_id
 from .hub import Hub
 from .ndn_face import NdnFaceServer
@@ -33,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "sp_sub": [],
     "ndn_face": [],
     "trace": None,
+    "keys": None,
+    "require_signed": [],
     "sim_boards": 0,
     "sim_dir": None,
     "sim_period_ms": 1000,
@@ -60,7 +64,7 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
         if v is None or v == []:
             continue
         cfg[k] = v
-    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face"):
+    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed"):
         if isinstance(cfg[k], str):
             cfg[k] = [cfg[k]]
     return cfg
@@ -118,6 +122,11 @@ class Bridge:
     async def start(self) -> None:
         cfg = self.cfg
         loop = asyncio.get_running_loop()
+        if cfg["keys"] or cfg["require_signed"]:
+            keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
+            self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]])
+            log.info("board keys: %d boards; signing required under %s", len(keys),
+                     ", ".join(cfg["require_signed"]) or "no prefix")
         if cfg["trace"]:
             self.tracer = Tracer(cfg["trace"])
             self.hub.tracer = self.tracer

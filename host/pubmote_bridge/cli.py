@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--trace", metavar="FILE",
                    help="record every packet (time, face, direction) as JSON lines in FILE; "
                         "read it with `pubmote dissect --trace FILE`")
+    b.add_argument("--keys", metavar="FILE",
+                   help="board keys (JSON, written by `pubmote deploy --key-file`): a board "
+                        "with a key must sign its registration")
+    b.add_argument("--require-signed", action="append", default=[], metavar="PREFIX",
+                   help="topics under PREFIX accept only HmacWithSha256-signed, fresh, "
+                        "never-replayed notifies and Data from boards with a key (repeatable)")
     b.add_argument("--gateway", metavar="NAME",
                    help="this gateway's name; its NDN prefix is /pubmote/gw/NAME (default gw)")
     b.add_argument("--config", metavar="FILE", help="TOML configuration; flags override it")
@@ -125,6 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra config entries (JSON values), e.g. --set period_ms=200")
     dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
+    dp.add_argument("--key-file", metavar="FILE",
+                    help="give the board a key from FILE (made there if the board has none; "
+                         "mode 0600): it then signs with HmacWithSha256; the bridge takes "
+                         "the same file with --keys")
     dp.add_argument("--timeout", type=float, default=60, metavar="S",
                     help="give up when the board does not answer a step within S seconds "
                          "(default 60)")
@@ -219,6 +229,10 @@ def _deploy(args: argparse.Namespace) -> int:
             settings[key] = json.loads(value)
         except json.JSONDecodeError:
             settings[key] = value
+    if args.key_file:
+        from .auth import key_for_board
+
+        settings["key"] = key_for_board(args.key_file, args.name).hex()
     try:
         counts = deploy(args.port, args.board, args.name, link=args.link, settings=settings,
                         timeout_s=args.timeout)
@@ -255,7 +269,8 @@ def _bridge(args: argparse.Namespace) -> int:
         "sim_app_config": json.loads(args.sim_app_config) if args.sim_app_config else None,
         "serial": args.serial, "udp": args.udp,
         "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
-        "ndn_face": args.ndn_face, "trace": args.trace, "gateway": args.gateway}
+        "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
+        "require_signed": args.require_signed, "gateway": args.gateway}
     try:
         cfg = load_config(args.config, overrides)
     except (OSError, ValueError) as e:

@@ -20,9 +20,10 @@ from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.signature import DigestSigner
+from pubmote_wire.signature import DigestSigner, HmacSigner
 
 from . import ndn_face
+from .auth import BoardAuth, board_of
 from .forwarder import Face, Forwarder
 
 log = logging.getLogger("pubmote.hub")
@@ -147,6 +148,7 @@ class Hub:
         self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
         self.faces: dict[int, HubFace] = {}
         self.tracer: Any = None
+        self.auth: BoardAuth | None = None
         self.topics: dict[bytes, TopicStats] = {}
         self.listeners: list[Listener] = []
         self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
@@ -216,7 +218,7 @@ class Hub:
                 self.counters["localhost_dropped"] += 1
             return
         if nm.startswith(REGISTER):
-            self._on_register(face, i, nm)
+            self._on_register(face, i, nm, pkt)
             return
         plen = len(self.prefix)
         if nm.startswith(self.prefix) and nm[plen:plen + len(MSG)] == MSG:
@@ -229,10 +231,14 @@ class Hub:
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, fwd, _ = notify.parse_notify_interest(pkt)
+            topic, publisher, nonce, fwd, ni = notify.parse_notify_interest(pkt)
         except DecodeError:
             topic = None
         if topic is not None:
+            if (self.auth is not None and face.kind != "ndn"
+                    and self.auth.requires(bytes(topic))
+                    and self.auth.check_interest(board_of(bytes(publisher)), ni, pkt)):
+                return  # rejected (counted and logged by the policy)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
                                         bytes(fwd) if fwd is not None else None))
             return
@@ -298,7 +304,8 @@ class Hub:
         face.send_packet(bytes(buf[:n]))
         self.counters["nacks_sent"] += 1
 
-    def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes) -> None:
+    def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
+                     pkt: bytes) -> None:
         try:
             info = cbor.loads(bytes(i.app_params or b""))
             bname = str(info["name"])
@@ -309,6 +316,12 @@ class Hub:
             self.counters["bad_packets"] += 1
             log.warning("bad registration from %s: %s", face.label, e)
             self._send_nack(face, ndn_interest.encode(nm, nonce=_nonce()))
+            return
+        key = self.auth.keys.get(bname) if self.auth is not None else None
+        if key is not None and self.auth is not None and self.auth.check_interest(
+                bname, i, pkt, what="registration", check_time=False):
+            # a board with a key registers only with it: nobody else takes its name
+            self.auth.rejected["register_rejected"] += 1
             return
         b = self.boards.get(bname)
         if b is None:
@@ -333,8 +346,11 @@ class Hub:
         if b.worker is None or b.worker.done():
             b.worker = self._spawn(self._deliver_loop(b))
         b.wake.set()
-        reply = ndn_data.encode(nm, cbor.dumps({"gateway": ndn_name.to_uri(self.prefix)}),
-                                freshness_ms=0, signer=SIGNER)
+        # the gateway's clock, for boards without one: their signed Interests carry
+        # SignatureTime; signed with the board's key so the board can trust it
+        info_out = {"gateway": ndn_name.to_uri(self.prefix), "time_ms": int(time.time() * 1000)}
+        reply = ndn_data.encode(nm, cbor.dumps(info_out), freshness_ms=0,
+                                signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
 
     # ---- board -> hub: seed 000 with the hub as the subscriber ----------------------
@@ -350,11 +366,16 @@ class Hub:
             return  # a retransmitted notify; the ack of the first answers both (same name)
         self._inflight.add(key)
         try:
-            payload = await self._fetch(face, publisher, topic, nonce, fwd)
-            if payload is None:
+            reply = await self._fetch(face, publisher, topic, nonce, fwd)
+            if reply is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
                 return
+            if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
+                    and self.auth.check_data(board_of(publisher), reply)):
+                return
+            d = ndn_data.decode_data(reply)
+            payload = bytes(d.content) if d.content is not None else b""
             self._done[key] = True
             while len(self._done) > 4096:
                 self._done.popitem(last=False)
@@ -395,8 +416,7 @@ class Hub:
             pkt = bytes(buf[:n])
             reply = await self._express(pkt, hops)
             if reply is not None:
-                d = ndn_data.decode_data(reply)
-                return bytes(d.content) if d.content is not None else b""
+                return reply
         return None
 
     async def _express(self, pkt: bytes, hops: Sequence[Face]) -> bytes | None:

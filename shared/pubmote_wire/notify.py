@@ -98,11 +98,13 @@ def decode_notify_params(buf):
 # size. Signed with DigestSha256 unless another signer (or None: unsigned) is given.
 def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                            interest_nonce=None, lifetime_ms=DEFAULT_LIFETIME_MS,
-                           signer=DIGEST):
+                           signer=DIGEST, sig_nonce=None, sig_time_ms=None):
+    # sig_nonce/sig_time_ms: the SignatureNonce and SignatureTime of a signed Interest
+    # (boards in realms that require HmacWithSha256 send both, against replay)
     return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
                    -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
-                   notify_params_size(publisher, nonce, fwd_hint), signer, None, None, None,
-                   write_notify_params, publisher, nonce, fwd_hint)
+                   notify_params_size(publisher, nonce, fwd_hint), signer, sig_nonce,
+                   sig_time_ms, None, write_notify_params, publisher, nonce, fwd_hint)
 
 
 # Write the subscriber's Interest /<publisher>/msg/<topic>/<nonce>; fwd_hint is the
