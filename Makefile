@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: deb setup test test-cpython test-micropython lint bench run flash deploy hil clean
+.PHONY: deb setup test test-cpython test-micropython lint bench run flash deploy hil fuzz harden-report clean
 
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
 # (the simulated board's REPL pty for mpremote).
@@ -60,7 +60,7 @@ run: setup
 	$(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
 
 ## Boards: make flash BOARD=esp32 PORT=/dev/ttyUSB0 FIRMWARE=ESP32_GENERIC.bin [ERASE=1]
-##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio]
+##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio] [KEY_FILE=keys.json]
 ##         make hil [PORT=/dev/ttyUSB0 BOARD=esp32]   (no PORT: the simulated board)
 BOARD ?= unix
 NAME ?= board1
@@ -70,10 +70,19 @@ flash: setup
 
 deploy: setup
 	@test -n "$(PORT)" || { echo "make deploy needs PORT=... (and BOARD=, NAME=)"; exit 2; }
-	$(BIN)/pubmote deploy --board $(BOARD) --port $(PORT) --name $(NAME) $(if $(LINK),--link $(LINK))
+	$(BIN)/pubmote deploy --board $(BOARD) --port $(PORT) --name $(NAME) $(if $(LINK),--link $(LINK)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
 hil: setup
 	$(PY) -m pytest -q tests/hil $(if $(PORT),--board-port $(PORT) --board $(BOARD))
+
+## make fuzz: coverage-guided fuzzing of every parser, FUZZ_SECONDS per target (default 30)
+FUZZ_SECONDS ?= 30
+fuzz: setup
+	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS) --stats build/fuzz/stats.json $(if $(FUZZ_ONLY),--only $(FUZZ_ONLY))
+
+## make harden-report: fuzzing, fault and authentication figures (FLOOD_SECONDS=600)
+harden-report: setup
+	$(PY) bench/harden/report.py
 
 clean:
 	rm -rf build .venv node_modules

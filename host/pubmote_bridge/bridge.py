@@ -45,6 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "sim_app_config": {},
     "timeout_ms": 2000,
     "board_queue_len": 64,
+    "sp_buffer_bytes": 1 << 20,
 }
 
 
@@ -135,7 +136,7 @@ class Bridge:
             await ndn.start()
             self.ndn.append(ndn)
         for url in cfg["sp_pub"]:
-            ep = SpEndpoint(self.hub, url, sp.PUB)
+            ep = SpEndpoint(self.hub, url, sp.PUB, int(cfg["sp_buffer_bytes"]))
             await ep.start()
             self.sp.append(ep)
         for url in cfg["sp_sub"]:

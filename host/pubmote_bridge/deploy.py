@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,11 @@ def deploy(port: str, board: str, name: str, *, link: str | None = None,
            progress: Callable[[str], None] = print) -> dict[str, int]:
     """Deploy pubmote to the board on `port`; return counts (copied, unchanged, verified)."""
     profile = load_profile(board)
+    # a board that just reset re-enumerates on USB (or the simulated one restarts its REPL)
+    # for a moment: give the port a few seconds to come back
+    deadline = time.monotonic() + min(5.0, timeout_s)
+    while not os.path.exists(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
     if not os.path.exists(port):
         raise DeployError("no such port %s (is the board plugged in? `mpremote devs` lists "
                           "serial ports)" % port)

@@ -12,6 +12,7 @@ import ctypes
 import json
 import logging
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -45,7 +46,12 @@ class Cable:
         self.board_link = board_link
         self.bridge_link = bridge_link
         self.plugged = False
-        self.counters = {"to_bridge": 0, "to_board": 0, "dropped": 0, "injected": 0}
+        self.counters = {"to_bridge": 0, "to_board": 0, "dropped": 0, "injected": 0,
+                         "bits_flipped": 0, "bytes_lost": 0}
+        # a noisy line: each bit flips with bit_error_rate, each byte is lost with drop_rate
+        self.bit_error_rate = 0.0
+        self.drop_rate = 0.0
+        self._rng = random.Random(1234)
         self._m: list[int] = []
         self._s: list[int] = []
         self._pending: list[bytearray] = [bytearray(), bytearray()]
@@ -102,7 +108,22 @@ class Cable:
             return
         dst = 1 - src
         self.counters["to_bridge" if src == 0 else "to_board"] += len(chunk)
+        if self.bit_error_rate or self.drop_rate:
+            chunk = self._noise(chunk)
         self._write(dst, chunk)
+
+    def _noise(self, chunk: bytes) -> bytes:
+        out = bytearray()
+        rng = self._rng
+        for b in chunk:
+            if self.drop_rate and rng.random() < self.drop_rate:
+                self.counters["bytes_lost"] += 1
+                continue
+            if self.bit_error_rate and rng.random() < self.bit_error_rate * 8:
+                b ^= 1 << rng.randrange(8)
+                self.counters["bits_flipped"] += 1
+            out.append(b)
+        return bytes(out)
 
     def _rearm(self, side: int) -> None:
         if self.plugged and side < len(self._m):
@@ -195,12 +216,19 @@ class SimBoard:
             self.proc = subprocess.Popen(
                 [micropython_exe(), "-X", "heapsize=" + self.heap, str(ROOT / "firmware" / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                preexec_fn=detach_child)
+                cwd=self.workdir, preexec_fn=detach_child)  # the workdir is its flash
 
     def reset(self) -> None:
         """Power-cycle the board: kill its process and start it again on the same line."""
         self.stop_process()
         self.start()
+
+    def power_off(self) -> None:
+        """Cut the power: SIGKILL, no chance to finish anything (a reset mid-publish)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -92,10 +92,12 @@ class _Conn(asyncio.Protocol):
 class SpEndpoint:
     """One bound SP socket (PUB or SUB) attached to the hub."""
 
-    def __init__(self, hub: Hub, url: str, proto: int) -> None:
+    def __init__(self, hub: Hub, url: str, proto: int,
+                 buffer_bytes: int = PER_CLIENT_BUFFER) -> None:
         self.hub = hub
         self.url = url
         self.proto = proto
+        self.buffer_bytes = buffer_bytes
         self.conns: set[_Conn] = set()
         self.server: asyncio.AbstractServer | None = None
         self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
@@ -112,7 +114,7 @@ class SpEndpoint:
             t = c.t
             if t is None or not c.ready:
                 continue
-            if t.get_write_buffer_size() + len(frame) > PER_CLIENT_BUFFER:
+            if t.get_write_buffer_size() + len(frame) > self.buffer_bytes:
                 self.counters["dropped"] += 1
                 continue
             t.write(frame)

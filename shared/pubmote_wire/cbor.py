@@ -286,7 +286,7 @@ def _dec(buf, off, end, depth):
             p += n
             if type(k) is list or type(k) is dict:
                 raise DecodeError("unhashable CBOR map key")
-            if k in out:
+            if k in out or (k != k and _has_nan(out)):
                 raise DecodeError("duplicate CBOR map key")
             out[k] = v
         return out, p - off
@@ -300,6 +300,15 @@ def _dec(buf, off, end, depth):
     if arg == 22:
         return None, 1
     raise DecodeError("unsupported simple value")
+
+
+def _has_nan(d):
+    # NaN != NaN, so `in` misses a second NaN key; but every NaN decodes to the same float
+    # (one CBOR value, RFC 8949 2), and dumps() would write the key twice: a duplicate.
+    for x in d:
+        if x != x:
+            return True
+    return False
 
 
 def decode(buf, off=0):

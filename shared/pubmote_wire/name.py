@@ -203,8 +203,19 @@ def _unescape(s):
     return bytes(out)
 
 
+# ASCII digits only: CPython's str.isdigit() is also true for "³" (which int() rejects) and
+# "١" (which it reads), MicroPython's is not; both must parse a URI the same way.
+def _digits(s):
+    if not s:
+        return False
+    for c in s:
+        if c < "0" or c > "9":
+            return False
+    return True
+
+
 def _int(s, limit):
-    if not s or not s.isdigit() or len(s) > 20 or int(s) > limit:
+    if not _digits(s) or len(s) > 20 or int(s) > limit:
         raise DecodeError("bad number")
     return int(s)
 
@@ -221,7 +232,7 @@ def _from_uri_component(s):
             if len(v) != 64 or v.strip(b"0123456789abcdefABCDEF"):
                 raise DecodeError("bad digest")
             return bytes((typ, 32)) + bytes(int(v[i : i + 2], 16) for i in range(0, 64, 2))
-    if eq > 0 and key.isdigit():
+    if eq > 0 and _digits(key):
         t = _int(key, _MAX_TYPE)
         if t == 0:
             raise DecodeError("bad name component")

@@ -244,7 +244,7 @@ def test_bridge_killed_and_restarted_loses_nothing_acked(tmp_path: Path) -> None
     asyncio.run(_restart_scenario(tmp_path))
 
 
-async def _restart_scenario(tmp_path: Path) -> None:
+async def _restart_scenario(tmp_path: Path) -> dict[str, int]:
     import os
     import signal
     import sys
@@ -293,6 +293,7 @@ async def _restart_scenario(tmp_path: Path) -> None:
     missing = sorted(s for s in acked if s not in received and s < sent - 5)
     assert len(acked) >= 30  # the scenario ran: messages before and after the restart
     assert not missing, "acked but never delivered: %s" % missing[:20]
+    return {"kills": 1, "acked": len(acked), "acked_lost": len(missing)}
 
 
 @pytest.mark.parametrize("link", ["tcp", "udp"])

@@ -54,12 +54,33 @@ async def _watcher(node, watch, base, state, echo):
             await node.publish(base + "got", line)
 
 
+def _boot_count(path):
+    # numbered boots give each boot its own seq range, so resets never reuse a seq
+    n = 0
+    try:
+        with open(path) as f:
+            n = int(f.read() or "0") + 1
+    except (OSError, ValueError):
+        pass
+    with open(path, "w") as f:
+        f.write("%d" % n)
+    return n
+
+
 async def _seq(node, base, period_ms, state):
-    seq = 0
+    cfg = node.config
+    log = cfg.get("acked_log")  # a file on the board: every acked seq, survives resets
+    seq = _boot_count(log + ".boot") * 1000000 if log else 0
+    pad = b"." * cfg.get("pad", 0)
     while True:
-        ok = await node.publish(base + "seq", b"%d" % seq)
+        ok = await node.publish(base + "seq", b"%d" % seq + (b"|" + pad if pad else b""))
         state["sent"] = seq + 1
         if not ok:
             state["failed"].append(seq)
+            if len(state["failed"]) > 64:
+                state["failed"].pop(0)
+        elif log:
+            with open(log, "a") as f:
+                f.write("%d\n" % seq)
         seq += 1
         await asyncio.sleep(period_ms / 1000)

@@ -1,0 +1,264 @@
+"""Fault-injection scenarios shared by the tests (tests/host/test_faults.py) and by
+`make harden-report` (bench/harden/report.py): each returns its figures as a dict and
+raises AssertionError if pubmote lost an acknowledged message or starved a board."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from e2e import APPS, Collector, boards_registered, bridge_with_boards, free_port, wait_until
+from pubmote_bridge import sim
+from pubmote_bridge.auth import key_for_board
+from pubmote_bridge.bridge import Bridge, load_config
+from pubmote_wire import framing, interest, name, notify, sp
+from pubmote_wire.signature import HmacSigner
+
+
+def _seqs(lines: list[bytes]) -> set[int]:
+    return {int(x.split(b"|")[1]) for x in lines}
+
+
+def _acked(path: Path) -> set[int]:
+    if not path.exists():
+        return set()
+    return {int(x) for x in path.read_text().split()}
+
+
+async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
+                     drop: float = 2e-3) -> dict[str, Any]:
+    """A serial line with a bit-error rate and lost bytes: every acked message arrives."""
+    url = "tcp://127.0.0.1:%d" % free_port()
+    extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
+    async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url]) as bridge:
+        await boards_registered(bridge, ["sim1"])
+        assert bridge.fleet is not None
+        board = bridge.fleet.boards[0]
+        col = Collector(url, b"/test/sim1/seq|")
+        try:
+            await col.wait_for(b"/test/sim1/seq|", 5)
+            board.cable.bit_error_rate, board.cable.drop_rate = ber, drop
+            await asyncio.sleep(seconds)
+            board.cable.bit_error_rate = board.cable.drop_rate = 0.0
+            await asyncio.sleep(3)  # retries of what the noise hit
+        finally:
+            col.close()
+        received = _seqs(col.lines)
+        acked = {s for s in _acked(tmp / "acked.log") if s >= min(received)}
+        lost = sorted(acked - received)
+        face = bridge.hub.boards["sim1"].face
+        return {"bits_flipped": board.cable.counters["bits_flipped"],
+                "bytes_lost": board.cable.counters["bytes_lost"],
+                "bad_frames_at_bridge": face.bad_frames(), "acked": len(acked),
+                "acked_lost": len(lost), "lost_examples": lost[:10]}
+
+
+async def resets_mid_publish(tmp: Path, *, resets: int = 5) -> dict[str, Any]:
+    """Power cut at random moments while a board publishes every 20 ms (soft state gone
+    with it): every message the board saw acked before the cut arrives."""
+    url = "tcp://127.0.0.1:%d" % free_port()
+    extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
+    rng = random.Random(7)
+    async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url]) as bridge:
+        await boards_registered(bridge, ["sim1"])
+        assert bridge.fleet is not None
+        board = bridge.fleet.boards[0]
+        col = Collector(url, b"/test/sim1/seq|")
+        try:
+            await col.wait_for(b"/test/sim1/seq|", 5)
+            for _ in range(resets):
+                await asyncio.sleep(0.5 + rng.random())
+                board.power_off()
+                await asyncio.sleep(0.2)
+                board.start()
+                n = len(col.lines)
+                await col.wait_for(b"/test/sim1/seq|", n + 5, timeout_s=20)
+            await asyncio.sleep(2)
+        finally:
+            col.close()
+        received = _seqs(col.lines)
+        acked = {s for s in _acked(tmp / "acked.log") if s >= min(received)}
+        lost = sorted(acked - received)
+        return {"resets": resets, "acked": len(acked), "acked_lost": len(lost),
+                "lost_examples": lost[:10]}
+
+
+async def slow_subscriber(tmp: Path, *, seconds: float = 4) -> dict[str, Any]:
+    """An SP subscriber that never reads: its buffer is bounded and its drops counted; a
+    second subscriber gets every message."""
+    url = "tcp://127.0.0.1:%d" % free_port()
+    extra = {"seq_period_ms": 2, "pad": 600}
+    async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url],
+                                  sp_buffer_bytes=32 * 1024) as bridge:
+        await boards_registered(bridge, ["sim1"])
+        host, port = url[len("tcp://"):].rsplit(":", 1)
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect((host, int(port)))
+        slow.sendall(sp.header(sp.SUB))
+        col = Collector(url, b"/test/sim1/seq|")
+        try:
+            await col.wait_for(b"/test/sim1/seq|", 5)
+            ep = bridge.sp[0]
+            await wait_until(lambda: ep.counters["dropped"] > 0, 60,
+                             "the slow subscriber's buffer to overflow")
+            await asyncio.sleep(seconds)
+        finally:
+            col.close()
+            slow.close()
+        seqs = sorted(_seqs(col.lines))
+        gaps = (seqs[-1] - seqs[0] + 1) - len(seqs) if seqs else -1
+        return {"dropped_for_slow": bridge.sp[0].counters["dropped"],
+                "delivered_to_fast": len(seqs), "fast_gaps": gaps}
+
+
+async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, Any]:
+    """One board publishes as fast as the bridge acks; another, every 50 ms, keeps its
+    share: none of its publishes fails and every acked one arrives."""
+    url = "tcp://127.0.0.1:%d" % free_port()
+    async with bridge_with_boards(tmp, 2, app="probe_app", sp_pub=[url]) as bridge:
+        await boards_registered(bridge, ["sim1", "sim2"])
+        assert bridge.fleet is not None
+        flood, calm = bridge.fleet.boards
+        # our subscriber takes only the calm board's topic: nng's SUB queue would drop under
+        # the flood, and that loss would be ours, not the bridge's (it counts the flood)
+        col = Collector(url, b"/test/sim2/seq|")
+        try:
+            # sim1 floods: restart it with the benchmark's 8-lane publisher
+            flood.power_off()
+            flood.config.update({"app": "bench_pub", "lanes": 8})
+            flood.app_dir = Path(__file__).resolve().parents[2] / "bench" / "bridge"
+            flood.start()
+            calm.power_off()
+            calm.config.update({"seq_period_ms": 50, "acked_log": "acked-calm.log"})
+            calm.start()
+            await wait_until(lambda: _count(bridge, b"/bench/sim1/data") >= 100, 30, "the flood")
+            await col.wait_for(b"/test/sim2/seq|", 5)
+            flood_start = _count(bridge, b"/bench/sim1/data")
+            rss_start = rss_kb()
+            t0 = time.monotonic()
+            await asyncio.sleep(seconds)
+            elapsed = time.monotonic() - t0
+            flood_msgs = _count(bridge, b"/bench/sim1/data") - flood_start
+            rss_end = rss_kb()
+            await asyncio.sleep(2)
+        finally:
+            col.close()
+        received = _seqs(col.with_prefix(b"/test/sim2/seq|"))
+        acked = {s for s in _acked(tmp / "acked-calm.log") if s >= min(received)}
+        return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
+                "calm_lost": len(acked - received),
+                "calm_failed": bridge.hub.boards["sim2"].counters["fetch_failed"],
+                "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
+
+
+def _count(bridge: Any, topic: bytes) -> int:
+    st = bridge.hub.topics.get(topic)
+    return st.count if st is not None else 0
+
+
+def rss_kb() -> int:
+    """This process's resident memory (the bridge runs in it), from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return -1
+
+
+
+async def auth_realm(tmp_path: Path) -> dict[str, Any]:
+    """Boards with the right key, none and a wrong key publish into a signed realm; a
+    replayed, a stale and a forged notify are injected into the good board's line."""
+    keys = tmp_path / "keys.json"
+    k1 = key_for_board(str(keys), "sim1")
+    key_for_board(str(keys), "sim3")
+    wrong = bytes(32)
+    result: dict[str, Any] = {}
+    fleet = sim.SimFleet(3, tmp_path / "sim", app="probe_app", app_dir=APPS,
+                         extra={"seq_period_ms": 100})
+    fleet.boards[0].config["key"] = k1.hex()
+    fleet.boards[2].config["key"] = wrong.hex()  # sim3 deployed with a stale key
+    url = "tcp://127.0.0.1:%d" % free_port()
+    cfg = load_config(None, {"serial": [b.port for b in fleet.boards], "sp_pub": [url],
+                             "keys": str(keys), "require_signed": ["/test"],
+                             "trace": str(tmp_path / "trace.jsonl"), "timeout_ms": 1000})
+    fleet.start()
+    try:
+        async with Bridge(cfg) as bridge:
+            hub = bridge.hub
+            auth = hub.auth
+            assert auth is not None
+            col = Collector(url, b"/test/")
+            try:
+                await col.wait_for(b"/test/sim1/seq|", 10, timeout_s=30)
+                await wait_until(lambda: auth.rejected["unsigned"] >= 3, 20, "unsigned")
+                await wait_until(lambda: auth.rejected["register_rejected"] >= 1, 20,
+                                 "sim3's registration to be refused")
+                # replay: a notify sim1 really sent, written into its line again
+                face = next(f for f in bridge.faces if f.label == "serial:sim1.tty")
+                old = _first_notify(tmp_path / "trace.jsonl", "serial:sim1.tty")
+                before = auth.rejected["replayed"]
+                fleet.boards[0].cable.inject(1, framing.encode(old))
+                await wait_until(lambda: auth.rejected["replayed"] > before, 10, "replay")
+                # stale: properly signed with sim1's key, but two minutes old
+                stale = _notify(k1, time_ms=_now_ms() - 120_000)
+                fleet.boards[0].cable.inject(1, framing.encode(stale))
+                await wait_until(lambda: auth.rejected["stale"] >= 1, 10, "stale")
+                # a forged one: sim1's name, another key
+                forged = _notify(wrong, time_ms=_now_ms())
+                before = auth.rejected["bad_signature"]
+                fleet.boards[0].cable.inject(1, framing.encode(forged))
+                await wait_until(lambda: auth.rejected["bad_signature"] > before, 10,
+                                 "forged")
+                assert face.up
+            finally:
+                col.close()
+            got = col.with_prefix(b"/test/")
+            result.update(rejected=dict(auth.rejected), accepted=auth.accepted,
+                          delivered=[x.split(b"|")[0] for x in got],
+                          sim3_published=hub.boards["sim3"].counters["published"]
+                          if "sim3" in hub.boards else 0,
+                          keys=[k1.hex(), wrong.hex()])
+    finally:
+        fleet.stop()
+    return result
+
+
+def _now_ms() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def _notify(key: bytes, time_ms: int) -> bytes:
+    buf = bytearray(400)
+    n = notify.encode_notify_interest(
+        buf, 0, name.from_uri("/test/sim1/forged"), name.from_uri("/pubmote/node/sim1"),
+        b"\x01\x02\x03\x04", signer=HmacSigner(key), sig_nonce=b"12345678",
+        sig_time_ms=time_ms)
+    return bytes(buf[:n])
+
+
+def _first_notify(trace: Path, face: str) -> bytes:
+    for line in trace.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["face"] != face or rec["dir"] != "in":
+            continue
+        pkt = bytes.fromhex(rec["hex"])
+        try:
+            topic, _, _, _, i = notify.parse_notify_interest(pkt)
+        except ValueError:
+            continue
+        if name.to_uri(bytes(topic)) == "/test/sim1/seq" and i.sig_nonce is not None:
+            assert interest.decode_interest(pkt).sig_type == 4
+            return pkt
+    raise AssertionError("no signed notify from sim1 in the trace")
+
+
+__all__ = ["APPS", "noisy_line", "resets_mid_publish", "slow_subscriber",
+           "flood_from_one_board", "auth_realm"]
