@@ -2,6 +2,7 @@
 // library directory copied into its /lib. usage: node bench/wasm_run.mjs LIBDIR SCRIPT [ARG]
 import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 import fs from "node:fs";
+import { copyTree } from "../tests/wasm_fs.mjs";
 import path from "node:path";
 
 // With --async FN, the script is imported and `await FN()` runs it: the WebAssembly
@@ -14,17 +15,6 @@ if (argv0[0] === "--async") {
 }
 const [libDir, script, ...args] = argv0;
 
-function copyTree(FS, src, dst) {
-  try { FS.mkdirTree(dst); } catch (e) { /* exists */ }
-  for (const ent of fs.readdirSync(src, { withFileTypes: true })) {
-    const s = path.join(src, ent.name);
-    if (ent.isDirectory()) {
-      if (ent.name !== "__pycache__") copyTree(FS, s, dst + "/" + ent.name);
-    } else {
-      FS.writeFile(dst + "/" + ent.name, fs.readFileSync(s));
-    }
-  }
-}
 
 const mp = await loadMicroPython({
   heapsize: 512 * 1024,

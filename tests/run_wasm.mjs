@@ -3,21 +3,11 @@
 // LIBDIR holds pubmote_wire as .py or .mpy; each test file gets a fresh interpreter.
 import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 import fs from "node:fs";
+import { copyTree } from "./wasm_fs.mjs";
 import path from "node:path";
 
 const [libDir, testDir, vectorDir, ...tests] = process.argv.slice(2);
 
-function copyTree(FS, src, dst) {
-  try { FS.mkdirTree(dst); } catch (e) { /* exists */ }
-  for (const ent of fs.readdirSync(src, { withFileTypes: true })) {
-    const s = path.join(src, ent.name);
-    if (ent.isDirectory()) {
-      if (ent.name !== "__pycache__") copyTree(FS, s, dst + "/" + ent.name);
-    } else {
-      FS.writeFile(dst + "/" + ent.name, fs.readFileSync(s));
-    }
-  }
-}
 
 let failures = 0;
 for (const t of tests) {

@@ -166,6 +166,19 @@ class Cable:
 _PR_SET_PDEATHSIG = 1
 
 
+def end_process(p: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM,
+                grace_s: float = 3) -> None:
+    """Stop a process we started: `sig`, then SIGKILL after grace_s; always reaped."""
+    if p is None or p.poll() is not None:
+        return
+    p.send_signal(sig)
+    try:
+        p.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
 def detach_child() -> None:
     # A session of its own (Ctrl-C in the bridge's terminal is the bridge's to handle), and
     # SIGHUP ignored: the pty becomes the board's controlling terminal when it opens it, and
@@ -234,16 +247,7 @@ class SimBoard:
         return self.proc is not None and self.proc.poll() is None
 
     def stop_process(self) -> None:
-        p = self.proc
-        if p is None:
-            return
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(2)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        end_process(self.proc)
         self.proc = None
 
     def stop(self) -> None:

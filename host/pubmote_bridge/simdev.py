@@ -13,12 +13,11 @@ import asyncio
 import logging
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
 from .boards import load_profile
-from .sim import Cable, detach_child, micropython_exe
+from .sim import Cable, detach_child, end_process, micropython_exe
 
 log = logging.getLogger("pubmote.simdev")
 
@@ -72,10 +71,10 @@ class SimDevice:
     def reset(self) -> None:
         """Power-cycle: the app restarts from flash, the REPL comes back."""
         self.resets += 1
-        _stop(self.app)
+        end_process(self.app)
         self.app = None
         if self.repl is not None and self.repl.poll() is None:
-            _stop(self.repl)
+            end_process(self.repl)
         self._start_repl()
         self._boot_app()
 
@@ -88,19 +87,9 @@ class SimDevice:
                 self.reset()
 
     def stop(self) -> None:
-        _stop(self.app)
-        _stop(self.repl)
+        end_process(self.app)
+        end_process(self.repl)
         self.app = self.repl = None
         if self.cable.plugged:
             self.cable.pull()
 
-
-def _stop(p: subprocess.Popen[bytes] | None) -> None:
-    if p is None or p.poll() is not None:
-        return
-    p.send_signal(signal.SIGTERM)
-    try:
-        p.wait(3)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()

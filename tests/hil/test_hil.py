@@ -17,6 +17,8 @@ import cbor2
 import pynng
 import pytest
 
+from pubmote_bridge.sim import end_process
+
 BIN = Path(sys.executable).parent
 PUBMOTE = str(BIN / "pubmote")
 NAME = "hil1"
@@ -52,13 +54,7 @@ class Target:
             stdout=subprocess.DEVNULL, stderr=open(self.tmp / "bridge.log", "ab"))
 
     def stop_bridge(self, sig: int = signal.SIGINT) -> None:
-        if self.bridge is not None and self.bridge.poll() is None:
-            self.bridge.send_signal(sig)
-            try:
-                self.bridge.wait(15)
-            except subprocess.TimeoutExpired:
-                self.bridge.kill()
-                self.bridge.wait()
+        end_process(self.bridge, sig, 15)
         self.bridge = None
 
 
@@ -83,13 +79,7 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     yield t
     t.stop_bridge()
     for p in t.procs:
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        end_process(p, signal.SIGINT, 15)
 
 
 def _deploy(t: Target) -> str:

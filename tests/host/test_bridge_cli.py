@@ -119,3 +119,27 @@ def test_help_documents_every_flag() -> None:
                  "--config", "--view", "--no-view", "--gateway"):
         assert flag in p.stdout
     assert os.environ.get("TERM") != "dumb" or p.stdout
+
+
+def test_endpoints_say_so_when_reachable_from_other_hosts(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+    import logging
+
+    from e2e import free_port
+
+    from pubmote_bridge.bridge import Bridge, load_config
+
+    caplog.set_level(logging.INFO)
+
+    async def run(host: str) -> None:
+        cfg = load_config(None, {
+            "sp_pub": ["tcp://%s:%d" % (host, free_port())],
+            "ndn_face": ["tcp://%s:%d" % (host, free_port())]})
+        async with Bridge(cfg):
+            pass
+
+    asyncio.run(run("127.0.0.1"))
+    assert "reachable from other hosts" not in caplog.text
+    asyncio.run(run("0.0.0.0"))
+    assert caplog.text.count("reachable from other hosts") == 2
