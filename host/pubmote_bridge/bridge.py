@@ -17,6 +17,7 @@ from pubmote_wire import sp
 from .auth import BoardAuth, load_keys
 from .faces import BoardFace, SerialFace, StreamFace, UdpServer, next_face_id
 from .hub import Hub
+from .journal import Journal
 from .ndn_face import NdnFaceServer
 from .sim import SimFleet
 from .sp_endpoints import SpEndpoint
@@ -37,6 +38,10 @@ DEFAULTS: dict[str, Any] = {
     "trace": None,
     "keys": None,
     "require_signed": [],
+    "journal": None,
+    "journal_max_bytes": 8 << 20,
+    "journal_max_age_s": 60.0,
+    "journal_fsync": "rotate",
     "sim_boards": 0,
     "sim_dir": None,
     "sim_period_ms": 1000,
@@ -98,6 +103,7 @@ class Bridge:
         self.sp: list[SpEndpoint] = []
         self.ndn: list[NdnFaceServer] = []
         self.tracer: Tracer | None = None
+        self.journal: Journal | None = None
         self.servers: list[asyncio.AbstractServer | asyncio.DatagramTransport] = []
         self.fleet: SimFleet | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
@@ -128,6 +134,13 @@ class Bridge:
             self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]])
             log.info("board keys: %d boards; signing required under %s", len(keys),
                      ", ".join(cfg["require_signed"]) or "no prefix")
+        if cfg["journal"]:
+            self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
+                                   max_age_s=float(cfg["journal_max_age_s"]),
+                                   fsync=str(cfg["journal_fsync"]))
+            self.journal.open()
+            self.hub.journal = self.journal
+            self._tasks.append(asyncio.create_task(self._journal_ticks()))
         if cfg["trace"]:
             self.tracer = Tracer(cfg["trace"])
             self.hub.tracer = self.tracer
@@ -172,6 +185,12 @@ class Bridge:
             for b in self.fleet.boards:
                 if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
                     self._add_serial(b.port, DEFAULT_BAUD)
+
+    async def _journal_ticks(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if self.journal is not None:
+                self.journal.tick()
 
     def _stream_state(self, face: BoardFace) -> None:
         if face.up and face not in self.faces:
@@ -218,3 +237,6 @@ class Bridge:
         if self.tracer is not None:
             self.tracer.close()
             self.tracer = None
+        if self.journal is not None:
+            self.journal.close()
+            self.hub.journal = self.journal = None

@@ -79,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--require-signed", action="append", default=[], metavar="PREFIX",
                    help="topics under PREFIX accept only HmacWithSha256-signed, fresh, "
                         "never-replayed notifies and Data from boards with a key (repeatable)")
+    b.add_argument("--journal", metavar="DIR",
+                   help="record every relayed message and what became of it (JSON lines) "
+                        "in DIR for the data pipeline; files appear when rotated")
+    b.add_argument("--journal-max-bytes", type=int, metavar="N",
+                   help="rotate journal files at N bytes (default 8 MiB)")
+    b.add_argument("--journal-max-age", type=float, metavar="S", dest="journal_max_age_s",
+                   help="rotate journal files after S seconds (default 60)")
+    b.add_argument("--journal-fsync", choices=("none", "rotate", "always"),
+                   help="none: the OS flushes; rotate (default): fsync each file before it "
+                        "is put in place; always: fsync every record")
     b.add_argument("--gateway", metavar="NAME",
                    help="this gateway's name; its NDN prefix is /pubmote/gw/NAME (default gw)")
     b.add_argument("--config", metavar="FILE", help="TOML configuration; flags override it")
@@ -270,7 +280,10 @@ def _bridge(args: argparse.Namespace) -> int:
         "serial": args.serial, "udp": args.udp,
         "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
         "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
-        "require_signed": args.require_signed, "gateway": args.gateway}
+        "require_signed": args.require_signed, "journal": args.journal,
+        "journal_max_bytes": args.journal_max_bytes,
+        "journal_max_age_s": args.journal_max_age_s, "journal_fsync": args.journal_fsync,
+        "gateway": args.gateway}
     try:
         cfg = load_config(args.config, overrides)
     except (OSError, ValueError) as e:

@@ -8,6 +8,7 @@ journal, the view) and to every board whose seed-001 filters match `<topic URI>|
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import os
 import time
@@ -25,6 +26,7 @@ from pubmote_wire.signature import DigestSigner, HmacSigner
 from . import ndn_face
 from .auth import BoardAuth, board_of
 from .forwarder import Face, Forwarder
+from .journal import Journal
 
 log = logging.getLogger("pubmote.hub")
 
@@ -41,14 +43,16 @@ _OVERHEAD = 256
 class Message:
     """One relayed message. `topic` is the topic's URI as bytes."""
 
-    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv")
+    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board")
 
-    def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str) -> None:
+    def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str,
+                 t_board: int | None = None) -> None:
         self.topic = topic
         self.payload = payload
         self.origin = origin
         self.ingress = ingress
         self.t_recv = time.time()
+        self.t_board = t_board  # the board's SignatureTime (ms), when it signs
 
     def line(self) -> bytes:
         """The SP form: `<topic URI>|<payload>`, what seed-001 filters match against."""
@@ -100,12 +104,15 @@ class BoardState:
         self.filter = f
         self.filters = list(filters)
 
-    def enqueue(self, msg: Message) -> None:
+    def enqueue(self, msg: Message) -> Message | None:
+        """Queue msg for delivery; return the message dropped to make room, if any."""
+        dropped = None
         if len(self.outbox) >= self.queue_len:
-            self.outbox.popleft()
+            dropped = self.outbox.popleft()
             self.counters["dropped"] += 1
         self.outbox.append(msg)
         self.wake.set()
+        return dropped
 
 
 class TopicStats:
@@ -149,6 +156,7 @@ class Hub:
         self.faces: dict[int, HubFace] = {}
         self.tracer: Any = None
         self.auth: BoardAuth | None = None
+        self.journal: Journal | None = None
         self.topics: dict[bytes, TopicStats] = {}
         self.listeners: list[Listener] = []
         self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
@@ -240,7 +248,8 @@ class Hub:
                     and self.auth.check_interest(board_of(bytes(publisher)), ni, pkt)):
                 return  # rejected (counted and logged by the policy)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
-                                        bytes(fwd) if fwd is not None else None))
+                                        bytes(fwd) if fwd is not None else None,
+                                        ni.sig_time_ms))
             return
         # anything else is forwarded along the FIB (an app or board serving that prefix)
         hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
@@ -356,7 +365,8 @@ class Hub:
     # ---- board -> hub: seed 000 with the hub as the subscriber ----------------------
 
     async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
-                         publisher: bytes, nonce: bytes, fwd: bytes | None = None) -> None:
+                         publisher: bytes, nonce: bytes, fwd: bytes | None = None,
+                         t_board: int | None = None) -> None:
         key = publisher + b"\x00" + nonce
         if key in self._done:
             self._count_board(face, "duplicates")
@@ -380,7 +390,7 @@ class Hub:
             while len(self._done) > 4096:
                 self._done.popitem(last=False)
             origin = face.board or ndn_name.to_uri(publisher)
-            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label)
+            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label, t_board)
             self._count_board(face, "published")
             b = self.boards.get(face.board or "")
             if b is not None:
@@ -450,12 +460,23 @@ class Hub:
             except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
                 log.exception("listener failed")
         line = msg.line()
-        for b in self.boards.values():
+        for b in itertools.chain(self.boards.values(), self.app_subs.values()):
             if b.filter.matches(line):
-                b.enqueue(msg)
-        for a in self.app_subs.values():
-            if a.filter.matches(line):
-                a.enqueue(msg)
+                dropped = b.enqueue(msg)
+                if dropped is not None:
+                    self.journal_outcome(dropped, b.name, "dropped")
+
+    def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
+        """One journal record: what became of msg at one egress (delivered/dropped/nacked)."""
+        j = self.journal
+        if j is None:
+            return
+        now = time.time()
+        j.record({"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+                  "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
+                  "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
+                  "outcome": outcome, "latency_ms": round((now - msg.t_recv) * 1000, 3),
+                  "payload": msg.payload.hex()})
 
     # ---- hub -> board: seed 000 with the hub as the publisher -------------------------
 
@@ -486,10 +507,12 @@ class Hub:
                                                   lifetime_ms=self.timeout_ms, signer=SIGNER)
                 if await self._express(bytes(nb[:n]), [b.face]) is not None:
                     b.counters["delivered"] += 1
+                    self.journal_outcome(msg, b.name, "delivered")
                     return
                 if not b.face.up:
                     break
             b.counters["deliver_failed"] += 1
+            self.journal_outcome(msg, b.name, "dropped")
         finally:
             self._serve.pop(nonce, None)
             sem.release()

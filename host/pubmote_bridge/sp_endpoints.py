@@ -116,9 +116,11 @@ class SpEndpoint:
                 continue
             if t.get_write_buffer_size() + len(frame) > self.buffer_bytes:
                 self.counters["dropped"] += 1
+                self.hub.journal_outcome(msg, "sp:" + c.peer, "dropped")
                 continue
             t.write(frame)
             self.counters["sent"] += 1
+            self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
 
     def on_message(self, conn: _Conn, body: bytes) -> None:
         if self.proto != sp.SUB:

@@ -127,7 +127,6 @@ def test_endpoints_say_so_when_reachable_from_other_hosts(
     import logging
 
     from e2e import free_port
-
     from pubmote_bridge.bridge import Bridge, load_config
 
     caplog.set_level(logging.INFO)
