@@ -207,12 +207,27 @@ class Hub:
         p = lp.decode_lp(pkt)
         if p.fragment is None:
             return
+        inner = bytes(p.fragment)
+        if inner[:1] == b"\x64":
+            raise DecodeError("LpPacket inside an LpPacket")  # no recursion on nesting
         if p.nack_reason is not None:
             self.counters["nacks_recv"] += 1
-            i = ndn_interest.decode_interest(p.fragment)
-            self.fwd.nack(bytes(i.name))
+            i = ndn_interest.decode_interest(inner)
+            entry = self.fwd.nack(bytes(i.name))
+            if entry is not None:  # pass the Nack on to whoever asked, with its reason
+                buf = bytearray(len(inner) + 32)
+                n = lp.encode_nack(buf, 0, inner, p.nack_reason)
+                for f in entry.in_faces.values():
+                    if f.face_id != face.face_id:
+                        f.send_packet(bytes(buf[:n]))
             return
-        self.on_packet(face, bytes(p.fragment))
+        if inner[:1] == b"\x05":
+            self._on_interest(face, inner)
+        elif inner[:1] == b"\x06":
+            d = ndn_data.decode_data(inner)
+            self.fwd.satisfy(bytes(d.name), inner, face)
+        else:
+            raise DecodeError("LpPacket fragment is not an Interest or Data")
 
     def _on_interest(self, face: HubFace, pkt: bytes) -> None:
         i = ndn_interest.decode_interest(pkt)

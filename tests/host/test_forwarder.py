@@ -89,3 +89,40 @@ def test_pit_bounds_total_and_per_face() -> None:
         fwd.close()
 
     asyncio.run(run())
+
+
+def test_hub_passes_nacks_on_and_refuses_nested_lp() -> None:
+    """A Nack from the face that was asked goes back to the face that asked, with its
+    reason; an LpPacket nested in an LpPacket is malformed input, counted."""
+    from pubmote_bridge.hub import Hub
+    from pubmote_wire import interest as ndn_interest
+    from pubmote_wire import lp
+
+    class HubFake(FakeFace):
+        kind = "ndn"
+        up = True
+        board = None
+        tracer = None
+
+        def bad_frames(self) -> int:
+            return 0
+
+    async def run() -> None:
+        hub = Hub()
+        app, producer = HubFake(11), HubFake(12)
+        hub.fwd.add_route(N("/p"), producer)
+        interest = ndn_interest.encode(N("/p/x"), nonce=9, lifetime_ms=1000)
+        hub.on_packet(app, interest)
+        assert producer.sent == [interest]
+        buf = bytearray(len(interest) + 32)
+        n = lp.encode_nack(buf, 0, interest, lp.NACK_CONGESTION)
+        hub.on_packet(producer, bytes(buf[:n]))
+        back = lp.decode_lp(app.sent[-1])
+        assert back.nack_reason == lp.NACK_CONGESTION and bytes(back.fragment) == interest
+        assert not hub.fwd.pit
+        nested = lp.encode(lp.encode(interest))
+        hub.on_packet(app, nested)
+        assert hub.counters["bad_packets"] == 1
+        await hub.close()
+
+    asyncio.run(run())
