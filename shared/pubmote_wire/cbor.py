@@ -162,19 +162,26 @@ def dumps(obj):
     return bytes(buf)
 
 
-def _half(h):
-    # IEEE 754 binary16 by hand: struct's "e" format is missing on older MicroPython.
+def _ieee(bits, exp_bits, mant_bits):
+    # IEEE 754 binary16/binary32 by hand: struct's "e" format is missing on older
+    # MicroPython, and one decoder for both widths keeps them consistent.
     import math
 
-    exp = (h >> 10) & 0x1F
-    mant = h & 0x3FF
+    exp_max = (1 << exp_bits) - 1
+    bias = (exp_max >> 1) + mant_bits
+    exp = (bits >> mant_bits) & exp_max
+    mant = bits & ((1 << mant_bits) - 1)
     if exp == 0:
-        v = math.ldexp(mant, -24)
-    elif exp == 31:
+        v = math.ldexp(mant, 1 - bias)
+    elif exp == exp_max:
         v = float("inf") if mant == 0 else float("nan")
     else:
-        v = math.ldexp(mant + 1024, exp - 25)
-    return -v if h & 0x8000 else v
+        v = math.ldexp(mant + (1 << mant_bits), exp - bias)
+    return -v if bits >> (exp_bits + mant_bits) else v
+
+
+def _half(h):
+    return _ieee(h, 5, 10)
 
 
 def _check_utf8(b):
@@ -238,7 +245,8 @@ def _dec(buf, off, end, depth):
             if ai == 25:
                 return _half((buf[p] << 8) | buf[p + 1]), 3
             if ai == 26:
-                return struct.unpack(">f", bytes(buf[p : p + 4]))[0], 5
+                bits = (buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
+                return _ieee(bits, 8, 23), 5
             return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
         arg = 0
         for i in range(p, p + w):
