@@ -106,12 +106,14 @@ async def _bench():
     from pubmote_node import demo  # noqa: F401,E402 - the app's code is firmware too
     from pubmote_node.node import Node  # noqa: E402
 
+    await asyncio.sleep(1.5)  # the WebAssembly build frees garbage when its JS timers fire
     code = live() - M0 - emu_share  # module code and tables: in flash when frozen
     node = Node({"name": "bench1", "link": "loop", "timeout_ms": 1000}, link=link)
     task = asyncio.create_task(node.run())
     sub = node.subscribe(b"/pubmote/demo/bench1/command")
     while not node.connected:
         await asyncio.sleep(0.01)
+    await asyncio.sleep(1.5)
     boot = live() - M0 - emu_share
     print("BENCH heap.code %d" % code)
     print("BENCH heap.after_boot %d" % boot)
