@@ -143,6 +143,24 @@ def fuzz_name(data):
         pass
 
 
+def _decode_fresh_and_reused(decode, valid_label, data, fields):
+    # decoding into an object that held a valid packet must agree with a fresh decode:
+    # both fail, or both give the same fields; returns the fresh result (None on failure)
+    reused = decode(_valid(valid_label))
+    try:
+        fresh = decode(data)
+    except DecodeError:
+        fresh = None
+    try:
+        decode(data, reused)
+        assert fresh is not None
+    except DecodeError:
+        assert fresh is None
+        return None
+    _same_fields(fresh, reused, fields)
+    return fresh
+
+
 _INTEREST_FIELDS = ("name", "forwarding_hint", "nonce", "lifetime_ms", "hop_limit",
                     "app_params", "sig_type", "sig_key_name", "sig_nonce", "sig_time_ms",
                     "sig_seq", "sig_value", "can_be_prefix", "must_be_fresh",
@@ -152,18 +170,10 @@ _INTEREST_FIELDS = ("name", "forwarding_hint", "nonce", "lifetime_ms", "hop_limi
 def fuzz_interest(data):
     from pubmote_wire import interest
 
-    reused = interest.decode_interest(_valid("notify Interest"))
-    try:
-        i = interest.decode_interest(data)
-    except DecodeError:
-        i = None
-    try:
-        interest.decode_interest(data, reused)
-        assert i is not None
-    except DecodeError:
-        assert i is None
+    i = _decode_fresh_and_reused(interest.decode_interest, "notify Interest", data,
+                                 _INTEREST_FIELDS)
+    if i is None:
         return
-    _same_fields(i, reused, _INTEREST_FIELDS)
     _inside(i.name, data)
     _inside(i.app_params, data)
     assert interest.verify_interest(i, data) in (True, False)
@@ -178,18 +188,9 @@ _DATA_FIELDS = ("name", "content_type", "freshness_ms", "final_block_id", "conte
 def fuzz_data(data):
     from pubmote_wire import data as ndata
 
-    reused = ndata.decode_data(_valid("msg Data"))
-    try:
-        d = ndata.decode_data(data)
-    except DecodeError:
-        d = None
-    try:
-        ndata.decode_data(data, reused)
-        assert d is not None
-    except DecodeError:
-        assert d is None
+    d = _decode_fresh_and_reused(ndata.decode_data, "msg Data", data, _DATA_FIELDS)
+    if d is None:
         return
-    _same_fields(d, reused, _DATA_FIELDS)
     _inside(d.content, data)
     assert ndata.verify_data(d, data) in (True, False)
     assert ndata.verify_data(d, data, b"key") in (True, False)
