@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import signal
@@ -26,6 +27,12 @@ socket to --sp-sub and send the same form; boards whose filters match receive it
 The TOML config takes the same names as the flags (sp_pub, sim_boards, ...), at top
 level or in a [bridge] table; flags given on the command line override it.
 """
+
+
+# Subcommands whose code lives in a module of their own: each module has
+# `register(sub)`, which adds its parser and sets `run` (args -> exit code) as a default.
+# Registering stays cheap; the heavy imports happen inside `run`.
+COMMAND_MODULES: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the packet as hex, or - to read hex from stdin")
     d.add_argument("--trace", metavar="FILE",
                    help="dissect every packet of a `pubmote bridge --trace` file instead")
+    for name in COMMAND_MODULES:
+        importlib.import_module("." + name, __package__).register(sub)
     return parser
 
 
@@ -176,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    run = getattr(args, "run", None)
+    if run is not None:
+        code: int = run(args)
+        return code
     if args.command == "dissect":
         return _dissect(args)
     if args.command == "sim":
