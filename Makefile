@@ -11,7 +11,13 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # (the simulated board's REPL pty for mpremote).
 DEB_PACKAGES := nanomsg-utils socat
 
-setup: $(VENV)/.installed node_modules/.installed deb
+# The mesh's real libp2p peers: js-libp2p (its own lock file) and py-libp2p in a venv of its
+# own, so that its pins never collide with the project's.
+LIBP2P_JS := tests/interop/libp2p/js
+PYLIBP2P := build/peers/pylibp2p
+PYLIBP2P_VERSION := 0.8.1
+
+setup: $(VENV)/.installed node_modules/.installed deb $(LIBP2P_JS)/node_modules/.installed $(PYLIBP2P)/.installed-$(PYLIBP2P_VERSION)
 
 deb:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -23,6 +29,16 @@ deb:
 	    echo "missing Debian packages; run: sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
+
+$(LIBP2P_JS)/node_modules/.installed: $(LIBP2P_JS)/package.json $(LIBP2P_JS)/package-lock.json
+	@command -v node >/dev/null || { echo "node not found: install Node.js 20 (apt-get install nodejs)"; exit 1; }
+	cd $(LIBP2P_JS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(PYLIBP2P)/.installed-$(PYLIBP2P_VERSION):
+	@test -x $(PYLIBP2P)/bin/python || $(PYTHON) -m venv $(PYLIBP2P)
+	$(PYLIBP2P)/bin/python -m pip install -q libp2p==$(PYLIBP2P_VERSION)
+	@touch $@
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,12 +64,14 @@ test-micropython: setup
 ## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
 test: lint test-cpython test-micropython
 
-## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face
+## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; DHT overlay
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
 	$(PY) bench/firmware/run.py
 	$(PY) bench/ndn/run.py
+	$(PY) bench/mesh/run.py
+	$(PY) bench/dht/run.py
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
 run: setup

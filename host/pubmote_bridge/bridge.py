@@ -51,6 +51,14 @@ DEFAULTS: dict[str, Any] = {
     "timeout_ms": 2000,
     "board_queue_len": 64,
     "sp_buffer_bytes": 1 << 20,
+    # retained topics on the BitTorrent DHT (BEP 44 items, BEP 50 overlays): dht/retained.py
+    "retained": [],
+    "dht_key_file": None,
+    "dht_pubkey": None,
+    "dht_host": "0.0.0.0",
+    "dht_port": 0,
+    "dht_bootstrap": [],
+    "dht_timeout_s": 2.0,
 }
 
 
@@ -108,6 +116,7 @@ class Bridge:
         self.fleet: SimFleet | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
 
     async def __aenter__(self) -> Bridge:
         try:
@@ -185,6 +194,10 @@ class Bridge:
             for b in self.fleet.boards:
                 if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
                     self._add_serial(b.port, DEFAULT_BAUD)
+        if cfg["retained"]:
+            from .dht.retained import from_config
+
+            self.retained = await from_config(self.hub, cfg)
 
     async def _journal_ticks(self) -> None:
         while True:
@@ -227,6 +240,9 @@ class Bridge:
             if isinstance(s, asyncio.AbstractServer):
                 with contextlib.suppress(Exception):
                     await s.wait_closed()
+        if self.retained is not None:
+            await self.retained.close()
+            self.retained = None
         await self.hub.close()
         if self.fleet is not None:
             self.fleet.stop()

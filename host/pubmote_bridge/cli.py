@@ -32,7 +32,7 @@ level or in a [bridge] table; flags given on the command line override it.
 # Subcommands whose code lives in a module of their own: each module has
 # `register(sub)`, which adds its parser and sets `run` (args -> exit code) as a default.
 # Registering stays cheap; the heavy imports happen inside `run`.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("pipeline_cli", "mesh_cli", "dht_cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -89,6 +89,7 @@ class BoardState:
         self.registered_at = time.time()
         self.last_seen = time.time()
         self.registrations = 0
+        self.down = False  # its face went down; its next registration is a reconnect
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()
@@ -157,8 +158,11 @@ class Hub:
         self.tracer: Any = None
         self.auth: BoardAuth | None = None
         self.journal: Journal | None = None
+        self._nacking = False
         self.topics: dict[bytes, TopicStats] = {}
         self.listeners: list[Listener] = []
+        # called with each board as it (re)registers: retained topics hand it last values
+        self.register_hooks: list[Callable[[BoardState], None]] = []
         self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
         self._inflight: set[bytes] = set()
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
@@ -181,6 +185,10 @@ class Hub:
         else:
             self.faces.pop(face.face_id, None)
             self.fwd.remove_face(face)
+            b = self.boards.get(face.board or "")
+            if b is not None and b.face is face and not b.down:
+                b.down = True
+                self._journal_event("board_down", b.name, face.label)
             sub = self.app_subs.pop(face.face_id, None)
             if sub is not None and sub.worker is not None:
                 sub.worker.cancel()
@@ -213,7 +221,11 @@ class Hub:
         if p.nack_reason is not None:
             self.counters["nacks_recv"] += 1
             i = ndn_interest.decode_interest(inner)
-            entry = self.fwd.nack(bytes(i.name))
+            self._nacking = True  # the sinks of this entry hear None because of a Nack
+            try:
+                entry = self.fwd.nack(bytes(i.name))
+            finally:
+                self._nacking = False
             if entry is not None:  # pass the Nack on to whoever asked, with its reason
                 buf = bytearray(len(inner) + 32)
                 n = lp.encode_nack(buf, 0, inner, p.nack_reason)
@@ -355,9 +367,12 @@ class Hub:
             b = BoardState(bname, prefix, face, self.board_queue_len)
             self.boards[bname] = b
             log.info("board %s registered on %s", bname, face.label)
-        elif b.face is not face or b.prefix != prefix:
+            self._journal_event("board_up", bname, face.label, reconnect=False)
+        elif b.face is not face or b.prefix != prefix or b.down:
             self.fwd.remove_route(b.prefix, b.face)
             log.info("board %s moved to %s", bname, face.label)
+            self._journal_event("board_up", bname, face.label, reconnect=True)
+        b.down = False
         b.face, b.prefix = face, prefix
         face.board = bname
         if filters != b.filters:
@@ -369,6 +384,8 @@ class Hub:
             self.fwd.add_route(served, face)
         if b.worker is None or b.worker.done():
             b.worker = self._spawn(self._deliver_loop(b))
+        for hook in self.register_hooks:
+            hook(b)
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it
@@ -395,6 +412,8 @@ class Hub:
             if reply is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
+                self._journal_event("fetch_failed", face.board or ndn_name.to_uri(publisher),
+                                    face.label, topic=ndn_name.to_uri(topic))
                 return
             if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
                     and self.auth.check_data(board_of(publisher), reply)):
@@ -444,12 +463,17 @@ class Hub:
                 return reply
         return None
 
-    async def _express(self, pkt: bytes, hops: Sequence[Face]) -> bytes | None:
+    async def _express(self, pkt: bytes, hops: Sequence[Face],
+                       nacked: list[bool] | None = None) -> bytes | None:
+        """Send an Interest, wait for its Data (None on timeout or Nack; a Nack also
+        appends True to `nacked`)."""
         i = ndn_interest.decode_interest(pkt)
         fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
 
         def sink(reply: bytes | None) -> None:
             if not fut.done():
+                if reply is None and nacked is not None and self._nacking:
+                    nacked.append(True)
                 fut.set_result(reply)
 
         if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink):
@@ -469,6 +493,7 @@ class Hub:
         if stats is None:
             stats = self.topics[msg.topic] = TopicStats()
         stats.add(msg)
+        self.journal_outcome(msg, None, "relayed")
         for listener in self.listeners:
             try:
                 listener(msg)
@@ -482,16 +507,28 @@ class Hub:
                     self.journal_outcome(dropped, b.name, "dropped")
 
     def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
-        """One journal record: what became of msg at one egress (delivered/dropped/nacked)."""
+        """One journal record: msg relayed (egress None, with its payload), or what became
+        of it at one egress (delivered/dropped/nacked). All records of one message share
+        its t_bridge, so the pipeline's event-time windows keep them together."""
         j = self.journal
         if j is None:
             return
-        now = time.time()
-        j.record({"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
-                  "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
-                  "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
-                  "outcome": outcome, "latency_ms": round((now - msg.t_recv) * 1000, 3),
-                  "payload": msg.payload.hex()})
+        rec = {"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+               "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
+               "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
+               "outcome": outcome}
+        if egress is None:
+            rec["payload"] = msg.payload.hex()
+        else:
+            rec["latency_ms"] = round((time.time() - msg.t_recv) * 1000, 3)
+        j.record(rec)
+
+    def _journal_event(self, outcome: str, origin: str, ingress: str, **extra: Any) -> None:
+        """A journal record about a board rather than a message (board_up, board_down,
+        fetch_failed), timed now."""
+        if self.journal is not None:
+            self.journal.record({"t_bridge": round(time.time() * 1000, 3), "origin": origin,
+                                 "ingress": ingress, "outcome": outcome, **extra})
 
     # ---- hub -> board: seed 000 with the hub as the publisher -------------------------
 
@@ -520,14 +557,15 @@ class Hub:
                 nb = bytearray(len(topic) + len(self.prefix) + _OVERHEAD)
                 n = notify.encode_notify_interest(nb, 0, topic, self.prefix, nonce,
                                                   lifetime_ms=self.timeout_ms, signer=SIGNER)
-                if await self._express(bytes(nb[:n]), [b.face]) is not None:
+                nacked: list[bool] = []
+                if await self._express(bytes(nb[:n]), [b.face], nacked) is not None:
                     b.counters["delivered"] += 1
                     self.journal_outcome(msg, b.name, "delivered")
                     return
                 if not b.face.up:
                     break
             b.counters["deliver_failed"] += 1
-            self.journal_outcome(msg, b.name, "dropped")
+            self.journal_outcome(msg, b.name, "nacked" if nacked else "dropped")
         finally:
             self._serve.pop(nonce, None)
             sem.release()

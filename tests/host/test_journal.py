@@ -78,11 +78,18 @@ def test_bridge_journals_relayed_messages(tmp_path: Path) -> None:
                 col.close()
         recs = _records(jdir)  # the bridge closed: everything is in place
         assert recs and not list(jdir.glob(".journal-*"))
-        sp = [r for r in recs if str(r["egress"]).startswith("sp:")]
+        sp = [r for r in recs if str(r.get("egress")).startswith("sp:")]
         assert {r["origin"] for r in sp} == {"sim1", "sim2"}
         assert all(r["outcome"] == "delivered" and r["topic"].startswith("/pubmote/demo/")
                    and r["ingress"].startswith("serial:") and r["size"] > 0
-                   and r["latency_ms"] >= 0 for r in sp)
+                   and r["latency_ms"] >= 0 and "payload" not in r for r in sp)
+        # one "relayed" record per message, with the payload; every delivery matches one
+        relayed = {(r["topic"], r["t_bridge"]): r for r in recs if r["outcome"] == "relayed"}
+        assert all(r["egress"] is None and len(bytes.fromhex(r["payload"])) == r["size"]
+                   for r in relayed.values())
+        assert all((r["topic"], r["t_bridge"]) in relayed for r in sp)
+        ups = sorted(r["origin"] for r in recs if r["outcome"] == "board_up")
+        assert ups == ["sim1", "sim2"]
 
     asyncio.run(run())
 

@@ -1,0 +1,86 @@
+"""Batch mode: the whole journal into Parquet tables (windows, health), rewritten on
+every run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .schema import JOURNAL_GLOB
+from .session import PipelineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Log = Callable[[str], None]
+
+
+def journal_files(journal: str | Path) -> list[Path]:
+    d = Path(journal)
+    if not d.is_dir():
+        raise PipelineError("journal folder %s does not exist (pubmote bridge --journal %s "
+                            "writes it)" % (d, d))
+    return sorted(d.glob(JOURNAL_GLOB))
+
+
+def read_journal(spark: SparkSession, journal: str | Path) -> DataFrame:
+    from .schema import JOURNAL_SCHEMA
+
+    return (spark.read.schema(JOURNAL_SCHEMA).option("pathGlobFilter", JOURNAL_GLOB)
+            .option("mode", "PERMISSIVE").json(str(journal)))
+
+
+def check_not_stream_sink(path: Path) -> None:
+    if (path / "_spark_metadata").exists():
+        raise PipelineError("%s is the sink of a `--follow` stream (it has _spark_metadata); "
+                            "give the batch run its own --out" % path)
+
+
+def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark: str,
+            reading_key: str | None = None) -> tuple[DataFrame, dict[str, DataFrame],
+                                                      dict[str, int]]:
+    """The prepared journal (persisted: every table reads it), its tables, and counts:
+    rows read and rows unusable (malformed lines, records without time or outcome)."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from .transform import TABLES, prepare
+
+    raw = read_journal(spark, journal)
+    counts = raw.agg(F.count(F.lit(1)).alias("rows"),
+                     F.sum(F.when(F.col("t_bridge").isNull() | F.col("outcome").isNull(), 1)
+                           .otherwise(0)).alias("unusable")).first()
+    assert counts is not None
+    stats = {"rows": int(counts["rows"] or 0), "unusable": int(counts["unusable"] or 0)}
+    prepared = prepare(raw, reading_key).persist(StorageLevel.MEMORY_AND_DISK)
+    tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
+    return prepared, tables, stats
+
+
+def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, window: str,
+              watermark: str, reading_key: str | None = None,
+              log: Log = print) -> dict[str, Any]:
+    """Write OUT/windows and OUT/health from every finished journal file; return counts."""
+    files = journal_files(journal)
+    size = sum(f.stat().st_size for f in files)
+    log("reading %d journal files (%.1f MB) from %s" % (len(files), size / 1e6, journal))
+    out = Path(out)
+    for name in ("windows", "health"):
+        check_not_stream_sink(out / name)
+    if not files:
+        raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
+                            "renames them into place on rotation (--journal-max-age)" % journal)
+    prepared, tables, stats = compute(spark, journal, window=window, watermark=watermark,
+                                      reading_key=reading_key)
+    try:
+        for name, df in tables.items():
+            df.write.mode("overwrite").parquet(str(out / name))
+            stats[name] = spark.read.parquet(str(out / name)).count()
+            log("wrote %s: %d rows -> %s" % (name, stats[name], out / name))
+    finally:
+        prepared.unpersist()
+    if stats["unusable"]:
+        log("warning: %d journal lines were unusable (malformed, or no t_bridge/outcome)"
+            % stats["unusable"])
+    return stats

@@ -1,0 +1,137 @@
+"""Starting Spark for the pipeline: the Java check, a SparkSession with sane settings for
+one gateway (local[*]) that any --master and --conf override, quiet logs, and the
+pipeline's Python code shipped to a cluster's executors."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# Spark 4.x runs on Java 17 or 21 (the pinned pyspark is tested here on OpenJDK 17).
+MIN_JAVA = 17
+JAVA_HINT = ("install Java 17 (Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless) "
+             "or point JAVA_HOME at one")
+
+LOG4J2 = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+"""
+
+
+class PipelineError(Exception):
+    """A problem the user can fix (missing Java, bad folder, bad option): one clear line."""
+
+
+def java_executable() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = Path(home) / "bin" / "java"
+        return str(exe) if exe.exists() else None
+    return shutil.which("java")
+
+
+def java_major(exe: str) -> int | None:
+    try:
+        out = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    if m is None:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
+
+
+def require_java() -> str:
+    """The java Spark will use, or PipelineError saying how to get one."""
+    exe = java_executable()
+    if exe is None:
+        where = "JAVA_HOME=%s has no bin/java" % os.environ["JAVA_HOME"] \
+            if os.environ.get("JAVA_HOME") else "no `java` on PATH"
+        raise PipelineError("Spark needs Java %d or newer: %s; %s" % (MIN_JAVA, where, JAVA_HINT))
+    major = java_major(exe)
+    if major is None or major < MIN_JAVA:
+        raise PipelineError("Spark needs Java %d or newer, %s is %s; %s"
+                            % (MIN_JAVA, exe, major or "unknown", JAVA_HINT))
+    return exe
+
+
+def _code_zip() -> str:
+    """pubmote_wire and pubmote_bridge as one zip for a cluster's Python workers (the
+    reading UDF imports them); local mode needs none, the workers share our interpreter."""
+    import pubmote_bridge
+    import pubmote_wire
+
+    path = Path(tempfile.mkdtemp(prefix="pubmote-spark-")) / "pubmote_code.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        for pkg in (pubmote_wire, pubmote_bridge):
+            root = Path(next(iter(pkg.__path__)))
+            for f in sorted(root.rglob("*.py")):
+                z.write(f, str(Path(pkg.__name__) / f.relative_to(root)))
+    return str(path)
+
+
+def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
+                  app_name: str = "pubmote-pipeline", verbose: bool = False) -> SparkSession:
+    """A SparkSession for the pipeline. Defaults (each overridden by `conf`): UTC session
+    time zone (windows in UTC whatever the gateway's zone), no web UI, and for local
+    masters a few shuffle partitions and the loopback address instead of Spark's 200
+    partitions and its guess of a LAN address."""
+    require_java()
+    from pyspark.sql import SparkSession
+
+    local = master.startswith("local")
+    # Python workers run this interpreter (with pyarrow, pubmote_wire) unless the user
+    # chose another; on a cluster the executors' own Python is the cluster's business.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings = {
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    }
+    if local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update({"spark.driver.host": "127.0.0.1",
+                         "spark.driver.bindAddress": "127.0.0.1",
+                         "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2))})
+    if "spark.driver.extraJavaOptions" not in (conf or {}):
+        props = Path(tempfile.mkdtemp(prefix="pubmote-spark-")) / "log4j2.properties"
+        props.write_text(LOG4J2.format(level="info" if verbose else "error"))
+        settings["spark.driver.extraJavaOptions"] = "-Dlog4j2.configurationFile=file:%s" % props
+    settings.update(conf or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
+    if not local:
+        spark.sparkContext.addPyFile(_code_zip())
+    return spark
+
+
+def parse_conf(items: list[str]) -> dict[str, str]:
+    """`--conf KEY=VALUE` items as a dict; PipelineError on an item without '='."""
+    conf: dict[str, str] = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise PipelineError("--conf wants KEY=VALUE, not %r" % item)
+        conf[k] = v
+    return conf

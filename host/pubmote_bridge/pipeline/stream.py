@@ -1,0 +1,101 @@
+"""Streaming mode (`--follow`): the batch transformation as Structured Streaming queries
+over the journal folder, one per table, each with its own checkpoint and a Parquet file
+sink. Spark's checkpoint (offsets, state, commits) and the file sink's _spark_metadata log
+make it exactly-once: killed at any moment (kill -9 included) and restarted with the same
+--out and --checkpoint, no window is lost or counted twice. Windows are written once the
+watermark passes their end (append mode), so the newest ones appear after `window +
+watermark` of event time. Read the sinks with Spark (spark.read.parquet), which follows
+_spark_metadata: files of a batch cut short by a kill are in the folder but not in it."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .batch import Log
+from .schema import JOURNAL_GLOB, JOURNAL_SCHEMA
+from .session import PipelineError
+from .transform import TABLES, prepare
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+
+def check_sink(path: Path) -> None:
+    if path.exists() and any(path.iterdir()) and not (path / "_spark_metadata").exists():
+        raise PipelineError("%s holds tables of a batch run; give --follow its own --out "
+                            "(a stream's sink must be written by the stream only)" % path)
+
+
+def start(spark: SparkSession, journal: str | Path, out: str | Path,
+          checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float,
+          max_files: int | None = None,
+          reading_key: str | None = None) -> list[StreamingQuery]:
+    """Start one query per table; they run until stopped."""
+    Path(journal).mkdir(parents=True, exist_ok=True)  # the bridge may start after us
+    reader = (spark.readStream.schema(JOURNAL_SCHEMA).option("pathGlobFilter", JOURNAL_GLOB)
+              .option("mode", "DROPMALFORMED"))
+    if max_files:
+        reader = reader.option("maxFilesPerTrigger", max_files)
+    queries = []
+    for name, fn in TABLES.items():
+        sink = Path(out) / name
+        check_sink(sink)
+        df = fn(prepare(reader.json(str(journal)), reading_key), window, watermark)
+        queries.append(df.writeStream.queryName(name).format("parquet").outputMode("append")
+                       .option("path", str(sink))
+                       .option("checkpointLocation", str(Path(checkpoint) / name))
+                       .trigger(processingTime="%g seconds" % trigger_s).start())
+    return queries
+
+
+def _describe(name: str, p: dict[str, Any]) -> tuple[bool, str]:
+    """(anything happened, one progress line) for a batch's progress report."""
+    wm = (p.get("eventTime") or {}).get("watermark", "-")
+    ops = p.get("stateOperators") or []
+    # append mode: a window leaves the state exactly when it is written to the sink
+    closed = sum(int(s.get("numRowsRemoved", 0)) for s in ops)
+    rows_in = int(p.get("numInputRows", 0))
+    return bool(rows_in or closed), (
+        "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s"
+        % (name, p.get("batchId"), rows_in, closed,
+           sum(int(s.get("numRowsTotal", 0)) for s in ops), wm))
+
+
+def follow(spark: SparkSession, journal: str | Path, out: str | Path,
+           checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float = 5.0,
+           max_files: int | None = None, reading_key: str | None = None,
+           log: Log = print) -> int:
+    """Run the streaming queries until SIGINT/SIGTERM, printing each batch's progress."""
+    queries = start(spark, journal, out, checkpoint, window=window, watermark=watermark,
+                    trigger_s=trigger_s, max_files=max_files, reading_key=reading_key)
+    log("following %s -> %s (checkpoint %s); stop with Ctrl-C" % (journal, out, checkpoint))
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    seen: dict[str, Any] = {}
+    try:
+        while not stop.wait(1.0):
+            for q in queries:
+                if not q.isActive:
+                    err = q.exception()
+                    raise PipelineError("stream %s stopped: %s" % (q.name, err or "no error given"))
+                p = q.lastProgress
+                if p and p.get("batchId") != seen.get(q.name or ""):
+                    seen[q.name or ""] = p.get("batchId")
+                    busy, line = _describe(q.name or "", dict(p))
+                    if busy:
+                        log(line)
+    finally:
+        for q in queries:
+            q.stop()
+        for q in queries:
+            deadline = time.monotonic() + 30
+            while q.isActive and time.monotonic() < deadline:
+                time.sleep(0.1)
+    log("stopped; restart with the same --out and --checkpoint to go on where it stopped")
+    return 0

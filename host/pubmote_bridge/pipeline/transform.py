@@ -1,0 +1,87 @@
+"""The pipeline's one transformation, shared by batch and streaming: journal rows into
+per-topic and per-node windows. With a watermark it is a valid streaming aggregation
+(append mode); in batch the watermark does nothing, so both compute the same rows."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType
+
+from .readings import reading_of
+
+EGRESS_OUTCOMES = ("delivered", "dropped", "nacked")
+MESSAGE_OUTCOMES = ("relayed", "fetch_failed") + EGRESS_OUTCOMES
+
+WINDOW_COLUMNS = ("window_start", "window_end", "topic", "origin", "messages", "readings",
+                  "reading_min", "reading_avg", "reading_max", "latency_p50_ms",
+                  "latency_p99_ms", "delivered", "dropped", "lost", "drop_rate")
+HEALTH_COLUMNS = ("window_start", "window_end", "node", "published", "delivered_to",
+                  "dropped_to", "lost", "ups", "reconnects", "downs")
+
+
+def prepare(df: DataFrame, reading_key: str | None = None) -> DataFrame:
+    """Add the event time `ts` (from t_bridge) and the decoded `reading` (relayed rows)."""
+    decode = F.udf(lambda p: reading_of(p, reading_key), DoubleType())
+    return (df.where(F.col("t_bridge").isNotNull() & F.col("outcome").isNotNull())
+              .withColumn("ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
+              .withColumn("reading", F.when(F.col("outcome") == "relayed",
+                                            decode(F.col("payload")))))
+
+
+def _count(cond: Column) -> Column:
+    return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
+
+
+def _flatten(df: DataFrame, columns: tuple[str, ...]) -> DataFrame:
+    return (df.withColumn("window_start", F.col("window.start"))
+              .withColumn("window_end", F.col("window.end"))
+              .select(*columns))
+
+
+def topic_windows(df: DataFrame, window: str, watermark: str) -> DataFrame:
+    """Per topic and origin board, per window: messages, min/avg/max reading, p50/p99
+    latency to subscribers, deliveries, drops (dropped or nacked at an egress), messages
+    lost before the bridge had them (fetch_failed), and the drop rate over egresses."""
+    out = F.col("outcome")
+    delivered = F.when(out == "delivered", F.col("latency_ms"))
+    dropped = _count(out.isin("dropped", "nacked"))
+    agg = (df.withWatermark("ts", watermark)
+             .where(out.isin(*MESSAGE_OUTCOMES) & F.col("topic").isNotNull())
+             .groupBy(F.window("ts", window), "topic", "origin")
+             .agg(_count(out == "relayed").alias("messages"),
+                  F.count("reading").alias("readings"),
+                  F.min("reading").alias("reading_min"),
+                  F.avg("reading").alias("reading_avg"),
+                  F.max("reading").alias("reading_max"),
+                  F.percentile_approx(delivered, 0.5).alias("latency_p50_ms"),
+                  F.percentile_approx(delivered, 0.99).alias("latency_p99_ms"),
+                  _count(out == "delivered").alias("delivered"),
+                  dropped.alias("dropped"),
+                  _count(out == "fetch_failed").alias("lost"),
+                  (dropped / _count(out.isin(*EGRESS_OUTCOMES))).alias("drop_rate")))
+    return _flatten(agg, WINDOW_COLUMNS)
+
+
+def node_health(df: DataFrame, window: str, watermark: str) -> DataFrame:
+    """Per node (a board, an SP client `sp:...`, an NDN app) per window: what it published,
+    what was delivered to it and dropped on the way to it, what it lost, and its
+    registrations, reconnects and disconnects."""
+    out = F.col("outcome")
+    node = F.when(out.isin(*EGRESS_OUTCOMES), F.col("egress")).otherwise(F.col("origin"))
+    agg = (df.withWatermark("ts", watermark)
+             .withColumn("node", node)
+             .where(F.col("node").isNotNull())
+             .groupBy(F.window("ts", window), "node")
+             .agg(_count(out == "relayed").alias("published"),
+                  _count(out == "delivered").alias("delivered_to"),
+                  _count(out.isin("dropped", "nacked")).alias("dropped_to"),
+                  _count(out == "fetch_failed").alias("lost"),
+                  _count(out == "board_up").alias("ups"),
+                  _count((out == "board_up") & F.coalesce(F.col("reconnect"), F.lit(False)))
+                  .alias("reconnects"),
+                  _count(out == "board_down").alias("downs")))
+    return _flatten(agg, HEALTH_COLUMNS)
+
+
+TABLES = {"windows": topic_windows, "health": node_health}

@@ -1,0 +1,110 @@
+"""`pubmote pipeline`: the bridge's journal into Spark tables (batch or --follow) and an
+HTML report. Spark starts only inside `run`, so `pubmote --help` stays fast."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EPILOG = """\
+tables (Parquet, in --out):
+  windows   per topic and origin board, per window: messages, readings, min/avg/max
+            reading, p50/p99 latency to subscribers (ms), delivered, dropped, lost, drop_rate
+  health    per node (board, sp:CLIENT, NDN app), per window: published, delivered_to,
+            dropped_to, lost, ups, reconnects, downs
+
+examples:
+  pubmote pipeline journal/ --out tables/                    batch, local[*]
+  pubmote pipeline journal/ --out tables/ --report report/   batch, then report/index.html
+  pubmote pipeline journal/ --out live/ --follow             streaming, exactly-once
+  pubmote pipeline journal/ --out hdfs:///pubmote/tables --master spark://head:7077 \\
+      --conf spark.executor.memory=4g                        the same job on a cluster
+
+A reading is the CBOR number a board published, or the "value"/"reading"/"celsius"/
+"temperature" entry of a CBOR map (--reading-key picks another). Needs Java 17+.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "pipeline", help="analyse the bridge's journal on Spark: tables and a report",
+        description="Read a `pubmote bridge --journal DIR` folder with PySpark and compute "
+                    "per-topic and per-node windows into Parquet tables: once over the "
+                    "whole journal (batch), or continuously (--follow, Structured "
+                    "Streaming with a watermark and a checkpoint: exactly-once across "
+                    "crashes and restarts). --report writes an HTML page with plots.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("journal", metavar="JOURNAL_DIR", help="the bridge's --journal folder")
+    p.add_argument("--out", default="pubmote-tables", metavar="DIR",
+                   help="where the Parquet tables go (default: %(default)s); any path "
+                        "Spark can write, e.g. hdfs:// or s3a:// on a cluster")
+    p.add_argument("--follow", action="store_true",
+                   help="keep running: process journal files as the bridge finishes them")
+    p.add_argument("--checkpoint", metavar="DIR",
+                   help="--follow's checkpoint (default: OUT/_checkpoint); keep it with "
+                        "OUT: together they make a restart go on exactly where it stopped")
+    p.add_argument("--report", metavar="OUT_DIR",
+                   help="after the batch run, write OUT_DIR/index.html with plots: message "
+                        "rate per topic, latency distribution, per-node health, last readings")
+    p.add_argument("--master", default="local[*]",
+                   help="Spark master, passed through unchanged (default: %(default)s)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting, repeatable (e.g. spark.executor.memory=4g)")
+    p.add_argument("--window", default="1 minute",
+                   help="window length (default: %(default)s)")
+    p.add_argument("--watermark", default="1 minute",
+                   help="how late a record may arrive in --follow, in event time (default: "
+                        "%(default)s; a journal file closes at the latest "
+                        "--journal-max-age after its first record)")
+    p.add_argument("--trigger-seconds", type=float, default=5.0, metavar="S",
+                   help="--follow: how often to look for new journal files (default: 5)")
+    p.add_argument("--max-files-per-trigger", type=int, metavar="N",
+                   help="--follow: at most N new files per batch (default: all)")
+    p.add_argument("--reading-key", metavar="KEY",
+                   help="the CBOR map entry holding the reading (default: see below)")
+    p.add_argument("-v", "--verbose", action="store_true", help="Spark's own log messages")
+    p.set_defaults(run=run)
+
+
+def _log(line: str) -> None:
+    print("pipeline: " + line, file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .pipeline.session import PipelineError, parse_conf, spark_session
+
+    if args.follow and args.report:
+        print("pubmote pipeline: --report runs on the batch tables; run it without --follow",
+              file=sys.stderr)
+        return 2
+    try:
+        conf = parse_conf(args.conf)
+        spark = spark_session(args.master, conf, verbose=args.verbose)
+    except PipelineError as e:
+        print("pubmote pipeline: %s" % e, file=sys.stderr)
+        return 1
+    try:
+        opts: dict[str, Any] = {"window": args.window, "watermark": args.watermark,
+                                "reading_key": args.reading_key, "log": _log}
+        if args.follow:
+            from .pipeline.stream import follow
+
+            return follow(spark, args.journal, args.out,
+                          args.checkpoint or args.out.rstrip("/") + "/_checkpoint",
+                          trigger_s=args.trigger_seconds, max_files=args.max_files_per_trigger,
+                          **opts)
+        from .pipeline.batch import run_batch
+
+        run_batch(spark, args.journal, args.out, **opts)
+        if args.report:
+            from .pipeline.report import write_report
+
+            page = write_report(spark, args.journal, args.out, args.report, **opts)
+            _log("report: %s" % page)
+        return 0
+    except PipelineError as e:
+        print("pubmote pipeline: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()

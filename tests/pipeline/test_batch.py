@@ -1,0 +1,114 @@
+"""Batch mode: the tables equal a plain-Python recomputation of the same journal;
+malformed lines are counted, not fatal; clear errors for a missing journal or Java."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import oracle
+from pubmote_bridge.pipeline.batch import run_batch
+from pubmote_bridge.pipeline.report import write_report
+from pubmote_bridge.pipeline.session import PipelineError
+from pubmote_bridge.pipeline.synth import records, write_journal
+
+PUBMOTE = str(Path(sys.executable).parent / "pubmote")
+OPTS: dict[str, Any] = {"window": "1 minute", "watermark": "1 minute", "log": lambda _: None}
+
+
+def test_batch_tables_equal_python_recomputation(spark: Any, tmp_path: Path) -> None:
+    recs = list(records(2400, boards=4, subscribers=3, seed=7))
+    write_journal(tmp_path / "j", iter(recs), per_file=2000)
+    # what the batch must ignore: a bridge's in-progress file, a file that is not ours
+    (tmp_path / "j" / ".journal-000099.jsonl.part").write_text('{"outcome":"relayed"}\n')
+    (tmp_path / "j" / "notes.txt").write_text("not a journal\n")
+    stats = run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    assert stats["rows"] == len(recs) and stats["unusable"] == 0
+    windows = spark.read.parquet(str(tmp_path / "out" / "windows"))
+    want = oracle.windows(recs)
+    assert len(want) >= 4 * 10  # 10 minutes of 4 boards
+    oracle.assert_same(oracle.table_rows(windows, ("window_start", "topic", "origin")), want)
+    health = spark.read.parquet(str(tmp_path / "out" / "health"))
+    oracle.assert_same(oracle.table_rows(health, ("window_start", "node")), oracle.health(recs))
+    # the synthetic journal has drops, nacks, losses and reconnects: the checks above saw them
+    assert sum(w["dropped"] for w in want.values()) > 0
+    assert sum(w["lost"] for w in want.values()) > 0
+    assert any(r.get("reconnect") for r in recs)
+
+
+def test_malformed_lines_are_counted_and_skipped(spark: Any, tmp_path: Path) -> None:
+    recs = list(records(200, boards=2, subscribers=1, seed=3))
+    write_journal(tmp_path / "j", iter(recs), per_file=10_000)
+    bad = tmp_path / "j" / "journal-000001.jsonl"
+    bad.write_text('{"outcome":"relayed","t_bridge":\n\x00\x01garbage\n{"topic":"/x"}\n')
+    stats = run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    assert stats["rows"] == len(recs) + 3 and stats["unusable"] == 3
+    got = oracle.table_rows(spark.read.parquet(str(tmp_path / "out" / "windows")),
+                            ("window_start", "topic", "origin"))
+    oracle.assert_same(got, oracle.windows(recs))
+
+
+def test_batch_refuses_a_stream_sink_and_an_empty_journal(spark: Any, tmp_path: Path) -> None:
+    (tmp_path / "j").mkdir()
+    with pytest.raises(PipelineError, match="no finished journal files"):
+        run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    with pytest.raises(PipelineError, match="does not exist"):
+        run_batch(spark, tmp_path / "nope", tmp_path / "out", **OPTS)
+    (tmp_path / "out" / "windows" / "_spark_metadata").mkdir(parents=True)
+    write_journal(tmp_path / "j", records(10))
+    with pytest.raises(PipelineError, match="sink of a `--follow` stream"):
+        run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+
+
+def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
+    recs = list(records(600, boards=3, subscribers=2, seed=5))
+    write_journal(tmp_path / "j", iter(recs))
+    run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    page = write_report(spark, tmp_path / "j", tmp_path / "out", tmp_path / "rep", **OPTS)
+    text = page.read_text()
+    for png in ("rate.png", "readings.png", "latency.png", "health.png"):
+        assert ('src="%s"' % png) in text
+        data = (tmp_path / "rep" / png).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+    from pubmote_bridge.pipeline.readings import reading_of
+
+    for b in ("board1", "board2", "board3"):
+        last = [r for r in recs if r["outcome"] == "relayed" and r["origin"] == b][-1]
+        row = "<td>/pubmote/demo/%s/temperature</td><td>%s</td><td>%.3f</td>" % (
+            b, b, reading_of(last["payload"]))
+        assert row in text
+    assert "sp:127.0.0.1:40001" in text  # the health table names the subscribers too
+
+
+def test_cli_batch_and_report(tmp_path: Path) -> None:
+    write_journal(tmp_path / "j", records(300, seed=2))
+    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--out", str(tmp_path / "t"),
+                        "--report", str(tmp_path / "r"), "--master", "local[1]",
+                        "--conf", "spark.sql.shuffle.partitions=1"],
+                       capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "wrote windows:" in p.stderr and (tmp_path / "r" / "index.html").exists()
+    assert list((tmp_path / "t" / "windows").glob("*.parquet"))
+
+
+def test_cli_without_java_says_how_to_get_it(tmp_path: Path) -> None:
+    write_journal(tmp_path / "j", records(10))
+    env = dict(os.environ, JAVA_HOME=str(tmp_path))  # a JAVA_HOME with no bin/java
+    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j")], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert p.returncode == 1
+    assert "Spark needs Java 17 or newer" in p.stderr and "openjdk-17" in p.stderr
+
+
+def test_cli_bad_options(tmp_path: Path) -> None:
+    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path), "--conf", "novalue"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "--conf wants KEY=VALUE" in p.stderr
+    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path), "--follow", "--report", "r"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "without --follow" in p.stderr
