@@ -64,7 +64,8 @@ test-micropython: setup
 ## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
 test: lint test-cpython test-micropython
 
-## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; DHT overlay
+## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; mesh
+## against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
@@ -72,10 +73,24 @@ bench: setup
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py
 	$(PY) bench/dht/run.py
+	$(PY) bench/pipeline/run.py
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
+## make run PIPELINE=1: the same, journaled into build/run/journal, which the streaming
+##   pipeline follows in the background into build/run/tables (its log: build/run/pipeline.log)
+RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
 run: setup
-	$(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
+ifdef PIPELINE
+	@mkdir -p build/run
+	@echo "pipeline: following build/run/journal into build/run/tables (log: build/run/pipeline.log)"
+	@$(BIN)/pubmote pipeline build/run/journal --out build/run/tables --follow \
+	  --window "1 minute" --watermark "10 seconds" --trigger-seconds 5 \
+	  >build/run/pipeline.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
+	$(RUN_BRIDGE) --journal build/run/journal --journal-max-age 5
+else
+	$(RUN_BRIDGE)
+endif
 
 ## Boards: make flash BOARD=esp32 PORT=/dev/ttyUSB0 FIRMWARE=ESP32_GENERIC.bin [ERASE=1]
 ##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio] [KEY_FILE=keys.json]

@@ -41,6 +41,17 @@ def test_batch_tables_equal_python_recomputation(spark: Any, tmp_path: Path) -> 
     assert any(r.get("reconnect") for r in recs)
 
 
+def test_messages_nobody_subscribed_to(spark: Any, tmp_path: Path) -> None:
+    recs = list(records(120, boards=2, subscribers=0, seed=4))  # no egress at all
+    write_journal(tmp_path / "j", iter(recs))
+    run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    got = oracle.table_rows(spark.read.parquet(str(tmp_path / "out" / "windows")),
+                            ("window_start", "topic", "origin"))
+    assert got and all(r["drop_rate"] is None and r["latency_p50_ms"] is None
+                       for r in got.values())
+    oracle.assert_same(got, oracle.windows(recs))
+
+
 def test_malformed_lines_are_counted_and_skipped(spark: Any, tmp_path: Path) -> None:
     recs = list(records(200, boards=2, subscribers=1, seed=3))
     write_journal(tmp_path / "j", iter(recs), per_file=10_000)

@@ -59,7 +59,9 @@ def topic_windows(df: DataFrame, window: str, watermark: str) -> DataFrame:
                   _count(out == "delivered").alias("delivered"),
                   dropped.alias("dropped"),
                   _count(out == "fetch_failed").alias("lost"),
-                  (dropped / _count(out.isin(*EGRESS_OUTCOMES))).alias("drop_rate")))
+                  # no subscriber, no egress: the rate is NULL, not an error
+                  F.try_divide(dropped, _count(out.isin(*EGRESS_OUTCOMES)))
+                  .alias("drop_rate")))
     return _flatten(agg, WINDOW_COLUMNS)
 
 

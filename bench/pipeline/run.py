@@ -1,0 +1,179 @@
+"""Pipeline benchmark: the batch job (both tables: per-topic windows and per-node health,
+CBOR readings decoded) over a journal of ROWS records, on Spark in local mode and, in the
+same run on the same files, the same aggregation in DuckDB. Each engine runs in its own
+process; we report wall time, rows/s and the peak resident memory of its whole process
+tree (for Spark: the Python driver, the JVM and its Python workers), as ratios. Spark's
+figure includes starting its JVM, which a long-running --follow job pays once.
+
+    python bench/pipeline/run.py [--rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SPARK_JOB = """
+import json, sys, time
+t0 = time.monotonic()
+from pubmote_bridge.pipeline.session import spark_session
+from pubmote_bridge.pipeline.batch import run_batch
+spark = spark_session("local[*]")
+t1 = time.monotonic()
+stats = run_batch(spark, sys.argv[1], sys.argv[2], window="1 minute", watermark="1 minute",
+                  log=lambda _: None)
+t2 = time.monotonic()
+spark.stop()
+print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": stats["windows"],
+                  "health": stats["health"]}))
+"""
+
+DUCKDB_JOB = """
+import json, sys, time
+t0 = time.monotonic()
+import duckdb
+from pubmote_bridge.pipeline.readings import reading_of
+con = duckdb.connect()
+con.create_function("reading", lambda p: reading_of(p), ["VARCHAR"], "DOUBLE",
+                    null_handling="special", side_effects=False)
+t1 = time.monotonic()
+src, out = sys.argv[1], sys.argv[2]
+cols = ("{t_board: 'BIGINT', t_bridge: 'DOUBLE', topic: 'VARCHAR', origin: 'VARCHAR', "
+        "ingress: 'VARCHAR', egress: 'VARCHAR', size: 'BIGINT', outcome: 'VARCHAR', "
+        "latency_ms: 'DOUBLE', payload: 'VARCHAR', reconnect: 'BOOLEAN'}")
+con.execute(
+    "CREATE TEMP TABLE j AS SELECT *, make_timestamp(CAST(t_bridge * 1000 AS BIGINT)) AS ts, "
+    "CASE WHEN outcome = 'relayed' THEN reading(payload) END AS reading "
+    "FROM read_json('%s/journal-*.jsonl', format='newline_delimited', columns=%s) "
+    "WHERE t_bridge IS NOT NULL AND outcome IS NOT NULL" % (src, cols))
+egress = "outcome IN ('delivered', 'dropped', 'nacked')"
+con.execute(
+    "COPY (SELECT time_bucket(INTERVAL 1 minute, ts) AS window_start, topic, origin, "
+    "count_if(outcome = 'relayed') AS messages, count(reading) AS readings, "
+    "min(reading), avg(reading), max(reading), "
+    "quantile_disc(latency_ms, 0.5) FILTER (WHERE outcome = 'delivered') AS p50, "
+    "quantile_disc(latency_ms, 0.99) FILTER (WHERE outcome = 'delivered') AS p99, "
+    "count_if(outcome = 'delivered') AS delivered, "
+    "count_if(outcome IN ('dropped', 'nacked')) AS dropped, "
+    "count_if(outcome = 'fetch_failed') AS lost, "
+    "count_if(outcome IN ('dropped', 'nacked')) / nullif(count_if(%s), 0) AS drop_rate "
+    "FROM j WHERE topic IS NOT NULL AND outcome IN ('relayed', 'fetch_failed', 'delivered', "
+    "'dropped', 'nacked') GROUP BY ALL) TO '%s/windows.parquet'" % (egress, out))
+con.execute(
+    "COPY (SELECT time_bucket(INTERVAL 1 minute, ts) AS window_start, "
+    "CASE WHEN %s THEN egress ELSE origin END AS node, "
+    "count_if(outcome = 'relayed') AS published, count_if(outcome = 'delivered'), "
+    "count_if(outcome IN ('dropped', 'nacked')), count_if(outcome = 'fetch_failed'), "
+    "count_if(outcome = 'board_up'), count_if(outcome = 'board_up' AND reconnect), "
+    "count_if(outcome = 'board_down') FROM j WHERE node IS NOT NULL GROUP BY ALL) "
+    "TO '%s/health.parquet'" % (egress, out))
+t2 = time.monotonic()
+w = con.execute("SELECT count(*) FROM '%s/windows.parquet'" % out).fetchone()[0]
+h = con.execute("SELECT count(*) FROM '%s/health.parquet'" % out).fetchone()[0]
+print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": w, "health": h}))
+"""
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of pid and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, []))
+        try:
+            for line in Path("/proc/%d/status" % p).read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+def run_engine(code: str, journal: Path, out: Path) -> dict[str, float]:
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    p = subprocess.Popen([sys.executable, "-c", code, str(journal), str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while p.poll() is None:
+        peak = max(peak, tree_rss(p.pid))
+        time.sleep(0.1)
+    wall = time.monotonic() - t0
+    stdout, stderr = p.communicate()
+    if p.returncode != 0:
+        raise SystemExit("engine failed:\n" + stderr[-3000:])
+    res: dict[str, float] = json.loads(stdout.strip().splitlines()[-1])
+    res.update(wall_s=wall, peak_rss=peak)
+    return res
+
+
+def make_journal(d: Path, rows: int) -> None:
+    from pubmote_bridge.pipeline.synth import records, write_journal
+
+    stamp = d / ".rows"
+    if stamp.exists() and stamp.read_text() == str(rows):
+        return
+    for f in d.glob("journal-*.jsonl"):
+        f.unlink()
+    n = 0
+
+    def limited():  # type: ignore[no-untyped-def]
+        nonlocal n
+        for r in records(rows, boards=20, subscribers=2, seed=42):
+            if n >= rows:
+                return
+            n += 1
+            yield r
+
+    write_journal(d, limited(), per_file=100_000)
+    stamp.write_text(str(rows))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    args = ap.parse_args()
+    journal = ROOT / "build" / "bench" / "pipeline" / "journal"
+    print("pipeline bench: %d journal rows (synthetic, bridge format) in %s" % (args.rows,
+                                                                               journal))
+    make_journal(journal, args.rows)
+    mb = sum(f.stat().st_size for f in journal.glob("journal-*.jsonl")) / 1e6
+    with tempfile.TemporaryDirectory(prefix="pubmote-bench-") as tmp:
+        res = {"Spark local[*]": run_engine(SPARK_JOB, journal, Path(tmp) / "spark"),
+               "DuckDB": run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb")}
+    s, d = res["Spark local[*]"], res["DuckDB"]
+    if (s["windows"], s["health"]) != (d["windows"], d["health"]):
+        raise SystemExit("the engines disagree on the table sizes: %r" % res)
+    print("%.0f MB of JSON lines, %d window rows, %d health rows, %d cores"
+          % (mb, s["windows"], s["health"], os.cpu_count() or 0))
+    print("| engine | wall s | of which startup s | rows/s | peak RSS MB |")
+    print("|---|---|---|---|---|")
+    for name, r in res.items():
+        print("| %s | %.1f | %.1f | %s | %.0f |" % (name, r["wall_s"], r["startup_s"],
+                                                  format(int(args.rows / r["wall_s"]), ","),
+                                                  r["peak_rss"] / 1e6))
+    print("Spark / DuckDB: %.2fx the rows/s (job only, without startup: %.2fx), %.2fx the "
+          "peak memory" % (d["wall_s"] / s["wall_s"], d["job_s"] / s["job_s"],
+                           s["peak_rss"] / d["peak_rss"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
