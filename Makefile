@@ -10,6 +10,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
 # (the simulated board's REPL pty for mpremote).
 DEB_PACKAGES := nanomsg-utils socat
+# Java for Spark (pubmote pipeline), when no java is on PATH: Spark 4.3 needs 17 or newer.
+JAVA_PACKAGE := openjdk-17-jre-headless
 
 # The mesh's real libp2p peers: js-libp2p (its own lock file) and py-libp2p in a venv of its
 # own, so that its pins never collide with the project's.
@@ -21,6 +23,7 @@ setup: $(VENV)/.installed node_modules/.installed deb $(LIBP2P_JS)/node_modules/
 
 deb:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	command -v java >/dev/null 2>&1 || missing="$$missing $(JAVA_PACKAGE)"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -65,13 +68,14 @@ test-micropython: setup
 test: lint test-cpython test-micropython
 
 ## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; mesh
-## against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
+## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
 	$(PY) bench/firmware/run.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py
+	$(PY) bench/gossip/run.py
 	$(PY) bench/dht/run.py
 	$(PY) bench/pipeline/run.py
 

@@ -43,15 +43,29 @@ async def commander(node):
     sub = node.subscribe(base + "command|")
     while True:
         msg = await sub.recv()
-        if msg.payload == b"stats":
-            import gc
+        await _command(node, base, msg.payload)
 
-            gc.collect()  # so mem_free tells live data, not garbage not yet collected
-            await node.publish(base + "stats", cbor.dumps(node.stats()))
-        await node.publish(base + "ack", msg.payload)
+
+async def directed(node):
+    # a directed message (seed 003) to this board, e.g. /gw1/sim1 or /*/*, is a command too
+    base = "/pubmote/demo/%s/" % node.name
+    inbox = node.directed()
+    while True:
+        msg = await inbox.recv()
+        await _command(node, base, msg.payload)
+
+
+async def _command(node, base, payload):
+    if payload == b"stats":
+        import gc
+
+        gc.collect()  # so mem_free tells live data, not garbage not yet collected
+        await node.publish(base + "stats", cbor.dumps(node.stats()))
+    await node.publish(base + "ack", payload)
 
 
 async def main(node, period_ms=1000):
     asyncio.create_task(node.run())
     asyncio.create_task(commander(node))
+    asyncio.create_task(directed(node))
     await publisher(node, period_ms)

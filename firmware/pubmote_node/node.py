@@ -25,6 +25,8 @@ REGISTER = name.from_uri("/pubmote/ctl/register")
 HELLO = name.from_uri("/pubmote/ctl/hello")
 _MSG = name.generic(b"msg")
 _SIGNER = DigestSigner()
+# directed messages (seed 003) travel as topics /pubmote/to/<address>; the bridge routes them
+_TO = b"/pubmote/to/"
 
 
 class Message:
@@ -37,6 +39,22 @@ class Message:
 
     def __repr__(self):
         return "<Message %s %d B>" % (self.topic, len(self.payload))
+
+
+class Directed:
+    """A received directed message (seed 003): address (str, e.g. "/gw1/sim1", "/*/*"),
+    originator (str, "/orch/node" or "/orch"), topic (str), payload (bytes), ts_ms."""
+
+    def __init__(self, address, originator, topic, payload, ts_ms):
+        self.address = address
+        self.originator = originator
+        self.topic = topic
+        self.payload = payload
+        self.ts_ms = ts_ms
+
+    def __repr__(self):
+        return "<Directed %s from %s %s %d B>" % (self.address, self.originator, self.topic,
+                                                  len(self.payload))
 
 
 class Subscription:
@@ -132,6 +150,7 @@ class Node:
         self._soft_bytes = 0
         self._seen = []  # NotifyNonces recently delivered to us (duplicate notifies)
         self._subs = []
+        self._inbox = None  # directed messages, once the app asks for them (directed())
         self._served = []  # (name prefix, handler): named data this board answers
         self._filters_dirty = asyncio.Event()
         self._up = False
@@ -188,6 +207,41 @@ class Node:
         finally:
             self._soft.pop(nonce, None)
             self._soft_bytes -= len(data)
+
+    def directed(self):
+        """The queue of directed messages for this board: `msg = await q.recv()` gives a
+        Directed. Messages the bridge addresses here arrive whatever the filters are."""
+        if self._inbox is None:
+            self._inbox = Subscription(self, (), self.queue_len)
+        return self._inbox
+
+    async def send(self, address, topic, payload):
+        """Send a directed message (seed 003) to address: "/orch/node" (one board),
+        "/orch" (a gateway), "/orch/*" (a gateway and its boards), "/*" (every gateway),
+        "/*/*" (everything). A board the address matches gets its own copy here (nothing
+        comes back from the bridge). True once the bridge has acked it (or nothing had to
+        leave the board), False when publishing failed."""
+        payload = _as_bytes(payload)
+        parts = address[1:].split("/") if address[:1] == "/" else []
+        if not (1 <= len(parts) <= 2) or "" in parts or "|" in address:
+            raise ValueError("address must be /orch, /orch/node, /orch/*, /* or /*/*")
+        orch = parts[0]
+        node = parts[1] if len(parts) == 2 else None
+        mine = self.orch()
+        me = orch == "*" or orch == mine
+        if me and (node == "*" or node == self.name):
+            if self._inbox is not None:
+                origin = "/%s/%s" % (mine or "?", self.name)
+                self._inbox._offer(Directed(address, origin, topic, payload, self._now_ms()))
+            if orch == mine and node == self.name:
+                return True  # for this board only: it never leaves
+        return await self.publish("/pubmote/to" + address, _as_bytes(topic) + b"|" + payload)
+
+    def orch(self):
+        """The name of this board's gateway (its orch, as addresses spell it), once known."""
+        if not self.gateway:
+            return None
+        return self.gateway.rsplit("/", 1)[-1]
 
     def serve(self, prefix, handler):
         """Answer Interests under prefix (a URI): handler(name_uri_bytes) returns the
@@ -459,6 +513,10 @@ class Node:
         topic_uri = name.to_uri(topic).encode()
         payload = bytes(data.content) if data.content is not None else b""
         self.counters["received"] += 1
+        if topic_uri[: len(_TO)] == _TO:
+            self._on_directed(payload)
+            await self._ack(notify_name)
+            return
         msg = None
         line = topic_uri + b"|" + payload
         for s in self._subs:
@@ -469,6 +527,18 @@ class Node:
         if msg is None:
             self.counters["filtered"] += 1
         await self._ack(notify_name)
+
+    def _on_directed(self, payload):
+        try:
+            m = cbor.loads(payload)
+            msg = Directed(m["a"], m["o"], m["t"], m["p"], m.get("ts", 0))
+        except (DecodeError, KeyError, TypeError, ValueError):
+            self.counters["bad_packets"] += 1
+            return
+        if self._inbox is None:
+            self.counters["filtered"] += 1  # the app never asked for directed messages
+        else:
+            self._inbox._offer(msg)
 
     async def _ack(self, notify_name):
         buf = bytearray(len(notify_name) + 96)

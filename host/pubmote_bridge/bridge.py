@@ -59,6 +59,14 @@ DEFAULTS: dict[str, Any] = {
     "dht_port": 0,
     "dht_bootstrap": [],
     "dht_timeout_s": 2.0,
+    # the gateway mesh (GossipSub over libp2p) and directed addressing: gateway_mesh.py
+    "name": None,            # this gateway's name in the mesh and in addresses (= gateway)
+    "mesh_listen": [],       # multiaddrs to listen on, /ip4/0.0.0.0/tcp/4001
+    "mesh_peer": [],         # gateways to stay connected to, /ip4/H/tcp/P/p2p/PEERID
+    "mesh_key_file": None,   # libp2p identity (default ~/.config/pubmote/mesh.key)
+    "realm": "pubmote",      # gossip topics are /<realm>/<category>/<topic>
+    "realm_member": [],      # PeerIds (or key files) that may publish; empty = open realm
+    "mesh_topics": ["*"],    # board-topic roots with their own gossip topic; * = the rest
 }
 
 
@@ -78,9 +86,12 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
         if v is None or v == []:
             continue
         cfg[k] = v
-    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed"):
+    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed",
+              "mesh_listen", "mesh_peer", "realm_member", "mesh_topics"):
         if isinstance(cfg[k], str):
             cfg[k] = [cfg[k]]
+    if cfg["name"]:
+        cfg["gateway"] = cfg["name"]  # `name` (the mesh's word) and `gateway` are one thing
     return cfg
 
 
@@ -117,6 +128,7 @@ class Bridge:
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
+        self.mesh: Any = None  # gateway_mesh.GatewayMesh: directed routing, and the mesh
 
     async def __aenter__(self) -> Bridge:
         try:
@@ -198,6 +210,9 @@ class Bridge:
             from .dht.retained import from_config
 
             self.retained = await from_config(self.hub, cfg)
+        from .gateway_mesh import from_config as mesh_from_config
+
+        self.mesh = await mesh_from_config(self.hub, cfg)
 
     async def _journal_ticks(self) -> None:
         while True:
@@ -240,6 +255,9 @@ class Bridge:
             if isinstance(s, asyncio.AbstractServer):
                 with contextlib.suppress(Exception):
                     await s.wait_closed()
+        if self.mesh is not None:
+            await self.mesh.close()
+            self.mesh = None
         if self.retained is not None:
             await self.retained.close()
             self.retained = None

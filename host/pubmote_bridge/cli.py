@@ -20,12 +20,18 @@ examples:
   pubmote bridge --sim-boards 2                    two simulated boards, live view
   pubmote bridge --serial /dev/ttyUSB0:115200 --sp-pub tcp://127.0.0.1:5560
   pubmote bridge --config gateway.toml --no-view
+  pubmote bridge --sim-boards 1 --name gw1 --mesh-listen /ip4/0.0.0.0/tcp/4001
+  pubmote bridge --sim-boards 1 --name gw2 --mesh-key-file gw2.key \\
+      --mesh-listen /ip4/0.0.0.0/tcp/4002 --mesh-peer /ip4/127.0.0.1/tcp/4001/p2p/PEERID
 
 Subscribers: `nanocat --sub --connect tcp://127.0.0.1:5560 --subscribe /pubmote/ -A`
 receives every relayed message as `<topic URI>|<payload>`. Publishers connect a PUB
 socket to --sp-sub and send the same form; boards whose filters match receive it.
-The TOML config takes the same names as the flags (sp_pub, sim_boards, ...), at top
-level or in a [bridge] table; flags given on the command line override it.
+Directed messages (seed 003): publish `/pubmote/to/ADDRESS|<topic>|<body>` where ADDRESS
+is GATEWAY/BOARD, GATEWAY, GATEWAY/*, * or */*; receivers get /pubmote/to/ADDRESS with a
+CBOR map {a, o, t, p, ts} (address, originator, topic, body, ms).
+The TOML config takes the same names as the flags (sp_pub, sim_boards, mesh_peer, ...),
+at top level or in a [bridge] table; flags given on the command line override it.
 """
 
 
@@ -98,6 +104,30 @@ def build_parser() -> argparse.ArgumentParser:
                         "is put in place; always: fsync every record")
     b.add_argument("--gateway", metavar="NAME",
                    help="this gateway's name; its NDN prefix is /pubmote/gw/NAME (default gw)")
+    b.add_argument("--name", metavar="GATEWAY",
+                   help="this gateway's name in the mesh and in directed addresses "
+                        "(/GATEWAY/board); the same as --gateway")
+    mesh = b.add_argument_group(
+        "gateway mesh (GossipSub over libp2p; see README: two gateways)")
+    mesh.add_argument("--mesh-listen", action="append", default=[], metavar="MULTIADDR",
+                      help="join the mesh, listening on MULTIADDR, e.g. /ip4/0.0.0.0/tcp/4001 "
+                           "(repeatable)")
+    mesh.add_argument("--mesh-peer", action="append", default=[], metavar="MULTIADDR",
+                      help="a gateway to stay connected to, /ip4/HOST/tcp/PORT/p2p/PEERID "
+                           "(its `pubmote mesh id`; repeatable; redialled when lost)")
+    mesh.add_argument("--realm", metavar="NAME",
+                      help="the realm: gossip topics are /NAME/pub/<topic root> and "
+                           "/NAME/to/* (default pubmote)")
+    mesh.add_argument("--realm-member", action="append", default=[], metavar="PEERID",
+                      help="a gateway (PeerId, or its key file) allowed to publish into the "
+                           "realm (repeatable); without any the realm is open to every peer")
+    mesh.add_argument("--mesh-key-file", metavar="FILE",
+                      help="this gateway's libp2p identity (made with mode 0600 when "
+                           "missing; default ~/.config/pubmote/mesh.key, as `pubmote mesh id`)")
+    mesh.add_argument("--mesh-topic", action="append", default=[], dest="mesh_topics",
+                      metavar="ROOT",
+                      help="give board topics under /ROOT/ a gossip topic of their own "
+                           "(repeatable); * (the default) carries all other roots")
     b.add_argument("--config", metavar="FILE", help="TOML configuration; flags override it")
     view = b.add_mutually_exclusive_group()
     view.add_argument("--view", dest="view", action="store_true", default=None,
@@ -296,15 +326,18 @@ def _bridge(args: argparse.Namespace) -> int:
         "require_signed": args.require_signed, "journal": args.journal,
         "journal_max_bytes": args.journal_max_bytes,
         "journal_max_age_s": args.journal_max_age_s, "journal_fsync": args.journal_fsync,
-        "gateway": args.gateway}
+        "gateway": args.gateway, "name": args.name, "mesh_listen": args.mesh_listen,
+        "mesh_peer": args.mesh_peer, "realm": args.realm, "realm_member": args.realm_member,
+        "mesh_key_file": args.mesh_key_file, "mesh_topics": args.mesh_topics}
     try:
         cfg = load_config(args.config, overrides)
     except (OSError, ValueError) as e:
         print("pubmote bridge: %s" % e, file=sys.stderr)
         return 2
-    if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"] or cfg["ndn_face"]):
-        print("pubmote bridge: no boards: give --sim-boards N, --serial PORT, --udp or --tcp "
-              "(see pubmote bridge --help)", file=sys.stderr)
+    if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"] or cfg["ndn_face"]
+            or cfg["mesh_listen"] or cfg["mesh_peer"]):
+        print("pubmote bridge: no boards: give --sim-boards N, --serial PORT, --udp, --tcp "
+              "or join a mesh (see pubmote bridge --help)", file=sys.stderr)
         return 2
     view = sys.stdout.isatty() if args.view is None else args.view
     level = logging.WARNING if view else (logging.DEBUG if args.verbose > 1 else logging.INFO)
@@ -319,6 +352,10 @@ async def _run_bridge(cfg: dict[str, Any], view: bool) -> None:
         log = logging.getLogger("pubmote.bridge")
         log.info("bridge up: gateway %s, %d faces, SP %s", cfg["gateway"],
                  len(bridge.faces), [ep.url for ep in bridge.sp])
+        if bridge.mesh is not None and bridge.mesh.host is not None:
+            h = bridge.mesh.host
+            for a in h.listen_addrs:  # tests and people read the real port from here
+                print("mesh listen: %s" % a.with_p2p(str(h.peer_id)), flush=True)
         if bridge.fleet is not None:
             for b in bridge.fleet.boards:
                 log.info("simulated board %s on %s (log %s)", b.name, b.port, b.log_path)

@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from pubmote_wire import cbor, lp, notify, sp
@@ -163,6 +163,9 @@ class Hub:
         self.listeners: list[Listener] = []
         # called with each board as it (re)registers: retained topics hand it last values
         self.register_hooks: list[Callable[[BoardState], None]] = []
+        # see every message before fan-out; a hook returning True has taken it over
+        # (directed messages, seed 003: gateway_mesh.py routes them itself)
+        self.publish_hooks: list[Callable[[Message], bool]] = []
         self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
         self._inflight: set[bytes] = set()
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
@@ -486,21 +489,42 @@ class Hub:
 
     # ---- fan-out ----------------------------------------------------------------------
 
-    def publish(self, msg: Message) -> None:
-        """Relay one message to every listener and every board whose filters match."""
+    def publish(self, msg: Message, boards: Iterable[BoardState] | None = None, *,
+                listeners: bool = True) -> None:
+        """Relay one message to every listener and every board whose filters match.
+
+        With `boards`, to exactly those boards instead (a directed message, seed 003), and
+        to listeners and NDN apps only if `listeners`; publish hooks are skipped then."""
+        if boards is None:
+            for hook in self.publish_hooks:
+                try:
+                    if hook(msg):
+                        return
+                except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
+                    log.exception("publish hook failed")
         self.counters["messages"] += 1
         stats = self.topics.get(msg.topic)
         if stats is None:
             stats = self.topics[msg.topic] = TopicStats()
         stats.add(msg)
         self.journal_outcome(msg, None, "relayed")
+        if boards is not None:
+            for b in boards:
+                dropped = b.enqueue(msg)
+                if dropped is not None:
+                    self.journal_outcome(dropped, b.name, "dropped")
+        if not listeners:
+            return
         for listener in self.listeners:
             try:
                 listener(msg)
             except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
                 log.exception("listener failed")
         line = msg.line()
-        for b in itertools.chain(self.boards.values(), self.app_subs.values()):
+        receivers: Iterable[BoardState] = (
+            self.app_subs.values() if boards is not None
+            else itertools.chain(self.boards.values(), self.app_subs.values()))
+        for b in receivers:
             if b.filter.matches(line):
                 dropped = b.enqueue(msg)
                 if dropped is not None:

@@ -26,7 +26,8 @@ def register(sub: Any) -> None:
     """Add `mesh` and its subcommands to the `pubmote` parser."""
     m = sub.add_parser("mesh", help="the gateway mesh's libp2p node: identity, ping, serve",
                        description="The gateway mesh speaks libp2p (TCP, Noise, Yamux, "
-                                   "identify, ping) with js-libp2p, py-libp2p and go-libp2p.")
+                                   "identify, ping, GossipSub), tested against js-libp2p "
+                                   "and py-libp2p.")
     msub = m.add_subparsers(dest="mesh_command", metavar="SUBCOMMAND", required=True)
 
     def key_arg(p: argparse.ArgumentParser) -> None:

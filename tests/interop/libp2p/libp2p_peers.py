@@ -158,12 +158,21 @@ class PeerProcess:
             await asyncio.gather(self._reader, self._err_reader, return_exceptions=True)
 
 
-async def start_js(**_kw: Any) -> PeerProcess:
-    return await PeerProcess.start(js_command(), "js-libp2p")
+def _gossip_args(gossip: bool | dict[str, Any]) -> list[str]:
+    if gossip is False:
+        return []
+    opts = gossip if isinstance(gossip, dict) else {}
+    return ["--gossip", "--gossip-opts", json.dumps(opts)]
 
 
-async def start_py(**_kw: Any) -> PeerProcess:
-    return await PeerProcess.start(py_command(), "py-libp2p")
+async def start_js(*, gossip: bool | dict[str, Any] = False, **_kw: Any) -> PeerProcess:
+    """A js-libp2p peer; `gossip` (True or @libp2p/gossipsub options) adds GossipSub."""
+    return await PeerProcess.start(js_command(*_gossip_args(gossip)), "js-libp2p")
+
+
+async def start_py(*, gossip: bool | dict[str, Any] = False, **_kw: Any) -> PeerProcess:
+    """A py-libp2p peer; `gossip` (True or {"D":..., "heartbeat_s":...}) adds GossipSub."""
+    return await PeerProcess.start(py_command(*_gossip_args(gossip)), "py-libp2p")
 
 
 if __name__ == "__main__":  # manual poking: python peers.py js|py

@@ -1,6 +1,7 @@
 // The js-libp2p peer of pubmote's mesh interop tests and bench: a libp2p 3 node (TCP,
 // Noise, Yamux, identify, ping) with echo/sink protocols, driven by JSON lines on stdin.
 //   node peer.mjs [--port N]      serve; print {"event":"ready",...}; answer commands
+//   node peer.mjs --gossip [--gossip-opts JSON]   also run @libp2p/gossipsub (gs_* commands)
 //   node peer.mjs --bench-self    two nodes in this process: throughput and ping rate
 import './polyfill.mjs'
 import { createInterface } from 'node:readline'
@@ -10,6 +11,7 @@ import { yamux } from '@chainsafe/libp2p-yamux'
 import { tcp } from '@libp2p/tcp'
 import { identify, identifyPush } from '@libp2p/identify'
 import { ping } from '@libp2p/ping'
+import { gossipsub } from '@libp2p/gossipsub'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { multiaddr } from '@multiformats/multiaddr'
 
@@ -40,13 +42,24 @@ async function send (stream, data) {
   if (!stream.send(data)) await stream.onDrain()
 }
 
-async function makeNode (port) {
+async function makeNode (port, gossipOpts) {
+  const services = { identify: identify(), identifyPush: identifyPush(), ping: ping() }
+  if (gossipOpts) {
+    // StrictSign (the default), no self-delivery; publishing before a peer subscribed is
+    // not an error, as in pubmote (the tests and bench count deliveries themselves).
+    services.pubsub = gossipsub({
+      allowPublishToZeroTopicPeers: true,
+      emitSelf: false,
+      ignoreDuplicatePublishError: true,
+      ...gossipOpts
+    })
+  }
   const node = await createLibp2p({
     addresses: { listen: [`/ip4/127.0.0.1/tcp/${port}`] },
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    services: { identify: identify(), identifyPush: identifyPush(), ping: ping() },
+    services,
     connectionManager: { maxConnections: 256 }
   })
   await node.handle(ECHO, async (stream) => {
@@ -120,6 +133,73 @@ async function sinkTransfer (node, tgt, size, chunk) {
 
 const identified = new Map()
 
+// -- gossipsub: received messages per topic (bounded), bench latencies ------------------
+// bench payload: u32 (epoch << 16 | publisher index), u32 seq, f64 send time (s since the
+// epoch); receivers keep per-epoch counts and skip their own messages.
+const received = new Map()   // topic -> [{from, data, seqno, source}]
+const bench = new Map()      // topic -> {self, epochs: Map(epoch -> {count, dups, lat, keys})}
+const MAX_KEPT = 10000
+const hex = (b) => Buffer.from(b).toString('hex')
+const nowS = () => (performance.timeOrigin + performance.now()) / 1000
+
+function epochStats (b, epoch) {
+  let st = b.epochs.get(epoch)
+  if (!st) { st = { count: 0, dups: 0, lat: [], keys: new Set() }; b.epochs.set(epoch, st) }
+  return st
+}
+
+function onGossip (evt) {
+  const { msg, propagationSource } = evt.detail
+  const b = bench.get(msg.topic)
+  if (b) {
+    const dv = new DataView(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength)
+    const tag = dv.getUint32(0)
+    if ((tag & 0xffff) === b.self) return
+    const st = epochStats(b, tag >>> 16)
+    const key = tag * 4294967296 + dv.getUint32(4)
+    if (st.keys.has(key)) st.dups++
+    else {
+      st.keys.add(key)
+      st.count++
+      st.lat.push((nowS() - dv.getFloat64(8)) * 1000)
+    }
+    return
+  }
+  let list = received.get(msg.topic)
+  if (!list) { list = []; received.set(msg.topic, list) }
+  if (list.length < MAX_KEPT) {
+    list.push({
+      from: msg.type === 'signed' ? msg.from.toString() : null,
+      data: hex(msg.data),
+      seqno: msg.type === 'signed' ? msg.sequenceNumber.toString(16) : null,
+      source: propagationSource.toString()
+    })
+  }
+}
+
+function benchPayload (tag, seq, size) {
+  const b = new Uint8Array(Math.max(16, size))
+  const dv = new DataView(b.buffer)
+  dv.setUint32(0, tag); dv.setUint32(4, seq); dv.setFloat64(8, nowS())
+  return b
+}
+
+async function benchPublish (node, cmd) {
+  // publish `count` messages at `rate` per second on a fixed schedule (no catch-up burst
+  // hides a stall: late sends are counted)
+  const ps = node.services.pubsub
+  const t0 = performance.now()
+  let late = 0
+  for (let i = 0; i < cmd.count; i++) {
+    const due = t0 + (i * 1000) / cmd.rate
+    const wait = due - performance.now()
+    if (wait > 0) await new Promise(r => setTimeout(r, wait))
+    else if (wait < -50) late++
+    await ps.publish(cmd.topic, benchPayload(((cmd.epoch ?? 0) << 16 | cmd.index) >>> 0, i, cmd.size ?? 16))
+  }
+  return { ms: performance.now() - t0, late }
+}
+
 async function waitIdentified (node, peer, ms) {
   const key = peer.toString()
   const t0 = Date.now()
@@ -179,6 +259,51 @@ async function handle (node, cmd) {
       await node.hangUp(peerIdFromString(cmd.peer))
       return { ok: true }
     }
+    case 'gs_subscribe': {
+      node.services.pubsub.subscribe(cmd.topic)
+      return { ok: true }
+    }
+    case 'gs_unsubscribe': {
+      node.services.pubsub.unsubscribe(cmd.topic)
+      return { ok: true }
+    }
+    case 'gs_publish': {
+      const res = await node.services.pubsub.publish(cmd.topic, Buffer.from(cmd.data, 'hex'))
+      return { recipients: res.recipients.map(p => p.toString()) }
+    }
+    case 'gs_received': {
+      return { messages: received.get(cmd.topic) ?? [] }
+    }
+    case 'gs_wait': {
+      const t0 = Date.now()
+      while ((received.get(cmd.topic) ?? []).length < cmd.count && Date.now() - t0 < (cmd.timeout_ms ?? 5000)) {
+        await new Promise(r => setTimeout(r, 20))
+      }
+      return { messages: received.get(cmd.topic) ?? [] }
+    }
+    case 'gs_peers': {
+      const ps = node.services.pubsub
+      return {
+        mesh: ps.getMeshPeers(cmd.topic),
+        subscribers: ps.getSubscribers(cmd.topic).map(p => p.toString()),
+        peers: ps.getPeers().map(p => p.toString())
+      }
+    }
+    case 'gs_bench_start': {
+      bench.set(cmd.topic, { self: cmd.index, epochs: new Map() })
+      node.services.pubsub.subscribe(cmd.topic)
+      return { ok: true }
+    }
+    case 'gs_bench_publish': {
+      return await benchPublish(node, cmd)
+    }
+    case 'gs_bench_stats': {
+      const b = bench.get(cmd.topic)
+      const st = epochStats(b, cmd.epoch)
+      const res = { count: st.count, dups: st.dups, lat: cmd.brief ? [] : st.lat }
+      if (cmd.drop) for (const e of [...b.epochs.keys()]) if (e <= cmd.epoch) b.epochs.delete(e)
+      return res
+    }
     case 'stop': {
       await node.stop()
       setTimeout(() => process.exit(0), 10)
@@ -189,8 +314,9 @@ async function handle (node, cmd) {
   }
 }
 
-async function serve (port) {
-  const node = await makeNode(port)
+async function serve (port, gossipOpts) {
+  const node = await makeNode(port, gossipOpts)
+  if (gossipOpts) node.services.pubsub.addEventListener('gossipsub:message', onGossip)
   node.addEventListener('peer:identify', (evt) => {
     const r = evt.detail
     identified.set(r.peerId.toString(), {
@@ -247,5 +373,7 @@ if (args.includes('--bench-self')) {
   await benchSelf(i >= 0 ? Number(args[i + 1]) : 64, j >= 0 ? Number(args[j + 1]) : 2)
 } else {
   const i = args.indexOf('--port')
-  await serve(i >= 0 ? Number(args[i + 1]) : 0)
+  const g = args.indexOf('--gossip-opts')
+  const gossipOpts = args.includes('--gossip') ? (g >= 0 ? JSON.parse(args[g + 1]) : {}) : null
+  await serve(i >= 0 ? Number(args[i + 1]) : 0, gossipOpts)
 }

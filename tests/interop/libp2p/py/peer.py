@@ -2,6 +2,7 @@
 venv: build/peers/pylibp2p). Driven by JSON lines on stdin, like js/peer.mjs.
 
     python peer.py                   serve; print {"event": "ready", ...}; answer commands
+    python peer.py --gossip [--gossip-opts JSON]   also run py-libp2p's GossipSub (gs_*)
     python peer.py --bench-self      two hosts in this process: throughput and ping rate
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import struct
 import sys
 import time
 
@@ -76,6 +78,118 @@ async def sink_handler(stream) -> None:
     data_len = len(await read_all(stream))
     await stream.write(data_len.to_bytes(8, "big"))
     await stream.close()
+
+
+# -- gossipsub ----------------------------------------------------------------------------
+GOSSIP: dict = {}          # "pubsub", "router", "nursery" once running with --gossip
+RECEIVED: dict[str, list[dict]] = {}
+BENCH: dict[str, dict] = {}
+MAX_KEPT = 10000
+_BENCH_HEAD = struct.Struct(">IId")  # publisher index, seq, send time (s since the epoch)
+
+
+def make_gossip(host, opts: dict):
+    from libp2p.pubsub.gossipsub import PROTOCOL_ID, PROTOCOL_ID_V11, PROTOCOL_ID_V12, GossipSub
+    from libp2p.pubsub.pubsub import Pubsub
+
+    hb = float(opts.get("heartbeat_s", 1.0))
+    router = GossipSub(
+        protocols=[PROTOCOL_ID_V12, PROTOCOL_ID_V11, PROTOCOL_ID],
+        degree=opts.get("D", 6), degree_low=opts.get("D_low", 4),
+        degree_high=opts.get("D_high", 12), heartbeat_interval=hb,  # type: ignore[arg-type]
+        heartbeat_initial_delay=0.1, time_to_live=60, gossip_window=3, gossip_history=5,
+        # Its defaults cap publishing at 10 msg/s per topic and refuse a mesh of peers on
+        # one IP (every peer here is on 127.0.0.1): both off for tests and bench.
+        spam_protection_enabled=False, max_messages_per_topic_per_second=1e9,
+        eclipse_protection_enabled=False, max_pending_messages_per_peer=10000,
+    )
+    pubsub = Pubsub(host, router, cache_size=100000, strict_signing=True)
+    return pubsub, router
+
+
+def epoch_stats(b: dict, epoch: int) -> dict:
+    st = b["epochs"].get(epoch)
+    if st is None:
+        st = b["epochs"][epoch] = {"count": 0, "dups": 0, "lat": [], "keys": set()}
+    return st
+
+
+async def gossip_receive(topic: str, sub) -> None:
+    while True:
+        msg = await sub.get()
+        b = BENCH.get(topic)
+        if b is not None:
+            # (epoch << 16 | publisher index), seq, send time; our own copies are skipped
+            tag, seq, sent = _BENCH_HEAD.unpack_from(msg.data, 0)
+            if tag & 0xFFFF == b["self"]:
+                continue
+            st = epoch_stats(b, tag >> 16)
+            if (tag, seq) in st["keys"]:
+                st["dups"] += 1
+            else:
+                st["keys"].add((tag, seq))
+                st["count"] += 1
+                st["lat"].append((time.time() - sent) * 1000)
+            continue
+        lst = RECEIVED.setdefault(topic, [])
+        if len(lst) < MAX_KEPT:
+            lst.append({"from": ID(msg.from_id).to_base58() if msg.from_id else None,
+                        "data": msg.data.hex(), "seqno": msg.seqno.hex()})
+
+
+async def gossip_cmd(c: str, cmd: dict) -> dict:
+    pubsub = GOSSIP["pubsub"]
+    topic = cmd.get("topic", "")
+    if c in ("gs_subscribe", "gs_bench_start"):
+        if c == "gs_bench_start":
+            BENCH[topic] = {"self": cmd["index"], "epochs": {}}
+        if topic not in pubsub.topic_ids:
+            sub = await pubsub.subscribe(topic)
+            GOSSIP["nursery"].start_soon(gossip_receive, topic, sub)
+        return {}
+    if c == "gs_unsubscribe":
+        await pubsub.unsubscribe(topic)
+        return {}
+    if c == "gs_publish":
+        await pubsub.publish(topic, bytes.fromhex(cmd["data"]))
+        return {}
+    if c == "gs_received":
+        return {"messages": RECEIVED.get(topic, [])}
+    if c == "gs_wait":
+        t0 = time.monotonic()
+        while (len(RECEIVED.get(topic, [])) < cmd["count"]
+               and time.monotonic() - t0 < cmd.get("timeout_ms", 5000) / 1000):
+            await trio.sleep(0.02)
+        return {"messages": RECEIVED.get(topic, [])}
+    if c == "gs_peers":
+        router = GOSSIP["router"]
+        return {"mesh": [p.to_base58() for p in router.mesh.get(topic, ())],
+                "subscribers": [p.to_base58() for p in pubsub.peer_topics.get(topic, ())],
+                "peers": [str(p) for p in pubsub.peers]}
+    if c == "gs_bench_publish":
+        t0 = time.perf_counter()
+        late = 0
+        pad = bytes(max(0, cmd.get("size", 16) - _BENCH_HEAD.size))
+        for i in range(cmd["count"]):
+            due = t0 + i / cmd["rate"]
+            wait = due - time.perf_counter()
+            if wait > 0:
+                await trio.sleep(wait)
+            elif wait < -0.05:
+                late += 1
+            tag = cmd.get("epoch", 0) << 16 | cmd["index"]
+            await pubsub.publish(topic, _BENCH_HEAD.pack(tag, i, time.time()) + pad)
+        return {"ms": (time.perf_counter() - t0) * 1000, "late": late}
+    if c == "gs_bench_stats":
+        b = BENCH[topic]
+        st = epoch_stats(b, cmd["epoch"])
+        res = {"count": st["count"], "dups": st["dups"],
+               "lat": [] if cmd.get("brief") else st["lat"]}
+        if cmd.get("drop"):
+            for e in [e for e in b["epochs"] if e <= cmd["epoch"]]:
+                del b["epochs"][e]
+        return res
+    raise ValueError("unknown command %s" % c)
 
 
 def make_host():
@@ -186,6 +300,10 @@ async def handle(host, cmd: dict) -> dict:
         return {"protocols": list(host.get_peerstore().get_protocols(peer))}
     if c == "connections":
         return {"peers": [p.to_string() for p in host.get_network().connections]}
+    if c.startswith("gs_"):
+        if "pubsub" not in GOSSIP:
+            raise ValueError("not started with --gossip")
+        return await gossip_cmd(c, cmd)
     if c == "stop":
         raise SystemExit(0)
     raise ValueError("unknown command %s" % c)
@@ -202,27 +320,41 @@ async def run_command(host, cmd: dict) -> None:
         out({"id": cmd.get("id"), "ok": False, "error": "%s: %s" % (type(e).__name__, e)})
 
 
-async def serve() -> None:
+async def serve(gossip_opts: dict | None) -> None:
     host = make_host()
     async with host.run(listen_addrs=[multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]):
-        addrs = [str(a) for a in host.get_addrs()]
-        out({"event": "ready", "peer": host.get_id().to_string(), "addrs": addrs})
-        stdin = trio.lowlevel.FdStream(os.dup(0))
-        buf = b""
-        async with trio.open_nursery() as nursery:
-            while True:
-                data = await stdin.receive_some(65536)
-                if not data:
-                    break
-                buf += data
-                while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    try:
-                        cmd = json.loads(line)
-                    except ValueError:
-                        continue
-                    nursery.start_soon(run_command, host, cmd)
-            nursery.cancel_scope.cancel()
+        if gossip_opts is None:
+            await serve_commands(host)
+            return
+        from libp2p.tools.anyio_service import background_trio_service
+        pubsub, router = make_gossip(host, gossip_opts)
+        async with background_trio_service(pubsub), background_trio_service(router):
+            await pubsub.wait_until_ready()
+            GOSSIP["pubsub"] = pubsub
+            GOSSIP["router"] = router
+            await serve_commands(host)
+
+
+async def serve_commands(host) -> None:
+    addrs = [str(a) for a in host.get_addrs()]
+    out({"event": "ready", "peer": host.get_id().to_string(), "addrs": addrs})
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    buf = b""
+    async with trio.open_nursery() as nursery:
+        GOSSIP["nursery"] = nursery
+        while True:
+            data = await stdin.receive_some(65536)
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    cmd = json.loads(line)
+                except ValueError:
+                    continue
+                nursery.start_soon(run_command, host, cmd)
+        nursery.cancel_scope.cancel()
     os._exit(0)
 
 
@@ -259,7 +391,11 @@ def main() -> None:
         secs = float(args[args.index("--ping-seconds") + 1]) if "--ping-seconds" in args else 2
         trio.run(bench_self, size, secs)
     else:
-        trio.run(serve)
+        opts = None
+        if "--gossip" in args:
+            opts = json.loads(args[args.index("--gossip-opts") + 1]) \
+                if "--gossip-opts" in args else {}
+        trio.run(serve, opts)
 
 
 if __name__ == "__main__":
