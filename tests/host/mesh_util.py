@@ -32,6 +32,18 @@ async def echo_handler(st: Stream) -> None:
     await st.close()
 
 
+async def sink_handler(st: Stream) -> None:
+    """Counts what arrives until EOF, then answers the count (8 bytes, big-endian)."""
+    total = 0
+    while True:
+        data = await st.read()
+        if not data:
+            break
+        total += len(data)
+    await st.write(total.to_bytes(8, "big"))
+    await st.close()
+
+
 async def raw_tcp(h: Host) -> RawConn:
     return await dial_tcp(h.listen_addrs[0])
 

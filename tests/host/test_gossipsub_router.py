@@ -85,6 +85,17 @@ async def link(a: Node, b: Node, topic: str | None = T) -> None:
                      and (a.id in b.gs.peers(topic) or topic not in a.gs.subscriptions()))
 
 
+async def triangle(nodes: list[Node]) -> None:
+    """Three nodes subscribed to T, each linked to the others, each in the others' mesh."""
+    for n in nodes:
+        n.sub()
+    a, b, c = nodes
+    await link(a, b)
+    await link(b, c)
+    await link(a, c)
+    await settle(lambda: all(len(n.gs.mesh_peers(T)) == 2 for n in nodes))
+
+
 def forged(origin: KeyPair, topic: str, data: bytes, seqno: bytes, *,
            signer: KeyPair | None = None, key: bytes | None = None,
            sign: bool = True) -> Message:
@@ -152,12 +163,7 @@ def test_seen_cache_dedupes_and_expires() -> None:
         nodes = await start(3, seen_ttl_s=0.5)
         a, b, c = nodes
         try:
-            for n in nodes:
-                n.sub()
-            await link(a, b)
-            await link(b, c)
-            await link(a, c)
-            await settle(lambda: all(len(n.gs.mesh_peers(T)) == 2 for n in nodes))
+            await triangle(nodes)
             for i in range(20):
                 await a.gs.publish(T, b"%d" % i)
             await settle(lambda: len(b.got) == 20 and len(c.got) == 20)
@@ -437,12 +443,7 @@ def test_idontwant_for_large_messages() -> None:
         nodes = await start(3, idontwant_min_bytes=1000)
         a, b, c = nodes
         try:
-            for n in nodes:
-                n.sub()
-            await link(a, b)
-            await link(b, c)
-            await link(a, c)
-            await settle(lambda: all(len(n.gs.mesh_peers(T)) == 2 for n in nodes))
+            await triangle(nodes)
             for i in range(5):
                 await a.gs.publish(T, bytes([i]) * 5000)
             await settle(lambda: len(b.got) == 5 and len(c.got) == 5)

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 from libp2p_peers import LoopRunner, PeerProcess, check_installed, start_js, start_py
 from libp2p_relay import Relay
+from mesh_util import echo_handler, sink_handler
 
-from pubmote_bridge.mesh import DialError, Host, KeyPair, PeerEvent, PeerId, Stream
+from pubmote_bridge.mesh import DialError, Host, KeyPair, PeerEvent, PeerId
 from pubmote_bridge.mesh.host import CONNECTED, DISCONNECTED, IDENTIFIED
 from pubmote_bridge.mesh.identify import IdentifyInfo
 
@@ -25,26 +26,6 @@ ECHO = "/pubmote/echo/1.0.0"
 SINK = "/pubmote/sink/1.0.0"
 AGENTS = {"js": "js-libp2p", "py": "py-libp2p"}
 STARTERS = {"js": start_js, "py": start_py}
-
-
-async def echo_handler(st: Stream) -> None:
-    while True:
-        data = await st.read()
-        if not data:
-            break
-        await st.write(data)
-    await st.close()
-
-
-async def sink_handler(st: Stream) -> None:
-    total = 0
-    while True:
-        data = await st.read()
-        if not data:
-            break
-        total += len(data)
-    await st.write(total.to_bytes(8, "big"))
-    await st.close()
 
 
 def make_host() -> Host:
