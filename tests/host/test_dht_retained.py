@@ -103,7 +103,7 @@ def test_late_gateway_gets_last_value_then_pushed_updates(tmp_path: Path) -> Non
 
 def test_retained_rules_on_one_gateway(tmp_path: Path) -> None:
     """Which messages become DHT items: retained topics only (exact or under a prefix
-    ending in /), never what came from the DHT, never over BEP 44's size; a gateway with
+    ending in /), never what came from the DHT or another gateway, never over BEP 44's size; a gateway with
     only the public key follows but cannot publish."""
     from pubmote_bridge.dht import bep44
     from pubmote_bridge.dht.retained import INGRESS, RetainedTopics, from_config, salt_of
@@ -122,8 +122,11 @@ def test_retained_rules_on_one_gateway(tmp_path: Path) -> None:
             hub.publish(Message(b"/other", b"1", "b1", "serial"))
             hub.publish(Message(b"/site/temp", b"from the dht", "dht:x", INGRESS))
             await wait_until(lambda: rt.counters["too_big"] == 1, 5, "the oversize refusal")
+            # another gateway's message, relayed by the mesh: that gateway puts it, not us
+            hub.publish(Message(b"/site/alerts/window", b"shut", "gw2/b7", "mesh"))
             hub.publish(Message(b"/site/alerts/door", b"open", "b1", "serial"))
             await wait_until(lambda: rt.counters["published"] == 1, 5, "the publish")
+            assert rt.last(b"/site/alerts/window") is None
             item = rt.last(b"/site/alerts/door")
             assert item is not None and item.value() == b"open"
             assert item.salt == b"/site/alerts/door" and item.key == key.public

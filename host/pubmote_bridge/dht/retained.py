@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pubmote.dht.retained")
 
 INGRESS = "dht"  # Message.ingress of values that came from the DHT (never put back there)
+MESH_INGRESS = "mesh"  # gateway_mesh.INGRESS: relayed by another gateway (its to put)
 MAX_TOPICS = 64
 REPUT_S = 30 * 60.0  # BEP 44 items expire (about 2 hours); the owner stores them again
 
@@ -113,7 +114,9 @@ class RetainedTopics:
     # ---- board -> DHT -------------------------------------------------------------------
 
     def _on_message(self, msg: Message) -> None:
-        if msg.ingress == INGRESS or not self.retained(msg.topic):
+        # what came from the DHT is there already; what came from another gateway's mesh is
+        # that gateway's to put (under its key), else every gateway would put each value
+        if msg.ingress in (INGRESS, MESH_INGRESS) or not self.retained(msg.topic):
             return
         if self.key is None:
             self.counters["no_key"] += 1
