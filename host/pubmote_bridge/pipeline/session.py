@@ -112,8 +112,12 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          "spark.driver.bindAddress": "127.0.0.1",
                          "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2))})
     if "spark.driver.extraJavaOptions" not in (conf or {}):
-        props = Path(tempfile.mkdtemp(prefix="pubmote-spark-")) / "log4j2.properties"
-        props.write_text(LOG4J2.format(level="info" if verbose else "error"))
+        level = "info" if verbose else "error"
+        # one small file per level, rewritten by each run (the JVM reads it by path)
+        props = Path(tempfile.gettempdir()) / ("pubmote-spark-log4j2-%s.properties" % level)
+        tmp = props.with_name("%s.%d" % (props.name, os.getpid()))
+        tmp.write_text(LOG4J2.format(level=level))
+        os.replace(tmp, props)  # atomic: a job starting beside us never reads half a file
         settings["spark.driver.extraJavaOptions"] = "-Dlog4j2.configurationFile=file:%s" % props
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
