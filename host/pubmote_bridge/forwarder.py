@@ -20,8 +20,9 @@ class Face(Protocol):
     def send_packet(self, pkt: bytes) -> None: ...
 
 
-DataSink = Callable[[bytes | None], None]
-"""An internal consumer of a PIT entry: called with the Data packet, or None on timeout/Nack."""
+DataSink = Callable[[bytes | None, int | None], None]
+"""An internal consumer of a PIT entry: called with (the Data packet, None), or on no Data
+with (None, the NackReason of a Nack, or None for a timeout or a full PIT)."""
 
 
 class PitEntry:
@@ -102,7 +103,7 @@ class Forwarder:
             if len(self.pit) >= self.max_pit:
                 self.counters["pit_full"] += 1
                 if sink is not None:
-                    sink(None)
+                    sink(None, None)
                 return False
             entry = PitEntry(full_name, now + lifetime_ms / 1000)
             self.pit[full_name] = entry
@@ -132,7 +133,7 @@ class Forwarder:
         self._release(entry)
         self.counters["pit_timeouts"] += 1
         for sink in entry.sinks:
-            sink(None)
+            sink(None, None)
 
     def satisfy(self, data_name: bytes, pkt: bytes, from_face: Face | None) -> bool:
         """Send Data to every requester of the exact name; False if nobody asked for it."""
@@ -147,11 +148,11 @@ class Forwarder:
             if from_face is None or fid != from_face.face_id:
                 face.send_packet(pkt)
         for sink in entry.sinks:
-            sink(pkt)
+            sink(pkt, None)
         return True
 
-    def nack(self, full_name: bytes) -> PitEntry | None:
-        """Remove a pending entry after a Nack; internal sinks hear None."""
+    def nack(self, full_name: bytes, reason: int) -> PitEntry | None:
+        """Remove a pending entry after a Nack; internal sinks hear (None, reason)."""
         entry = self.pit.pop(bytes(full_name), None)
         if entry is None:
             return None
@@ -159,7 +160,7 @@ class Forwarder:
             entry.timer.cancel()
         self._release(entry)
         for sink in entry.sinks:
-            sink(None)
+            sink(None, reason)
         return entry
 
     def close(self) -> None:

@@ -158,7 +158,6 @@ class Hub:
         self.tracer: Any = None
         self.auth: BoardAuth | None = None
         self.journal: Journal | None = None
-        self._nacking = False
         self.topics: dict[bytes, TopicStats] = {}
         self.listeners: list[Listener] = []
         # called with each board as it (re)registers: retained topics hand it last values
@@ -224,11 +223,7 @@ class Hub:
         if p.nack_reason is not None:
             self.counters["nacks_recv"] += 1
             i = ndn_interest.decode_interest(inner)
-            self._nacking = True  # the sinks of this entry hear None because of a Nack
-            try:
-                entry = self.fwd.nack(bytes(i.name))
-            finally:
-                self._nacking = False
+            entry = self.fwd.nack(bytes(i.name), p.nack_reason)
             if entry is not None:  # pass the Nack on to whoever asked, with its reason
                 buf = bytearray(len(inner) + 32)
                 n = lp.encode_nack(buf, 0, inner, p.nack_reason)
@@ -473,9 +468,9 @@ class Hub:
         i = ndn_interest.decode_interest(pkt)
         fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
 
-        def sink(reply: bytes | None) -> None:
+        def sink(reply: bytes | None, nack_reason: int | None) -> None:
             if not fut.done():
-                if reply is None and nacked is not None and self._nacking:
+                if nack_reason is not None and nacked is not None:
                     nacked.append(True)
                 fut.set_result(reply)
 

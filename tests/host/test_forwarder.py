@@ -66,10 +66,22 @@ def test_pit_aggregation_loops_and_satisfy() -> None:
 def test_pit_timeout_tells_internal_sinks() -> None:
     async def run() -> None:
         fwd = Forwarder()
-        heard: list[bytes | None] = []
-        assert fwd.add_pending(N("/t"), 5, 20, sink=heard.append)
+        heard: list[tuple[bytes | None, int | None]] = []
+        assert fwd.add_pending(N("/t"), 5, 20, sink=lambda d, r: heard.append((d, r)))
         await asyncio.sleep(0.1)
-        assert heard == [None] and not fwd.pit and fwd.counters["pit_timeouts"] == 1
+        assert heard == [(None, None)] and not fwd.pit and fwd.counters["pit_timeouts"] == 1
+
+    asyncio.run(run())
+
+
+def test_nack_tells_internal_sinks_its_reason() -> None:
+    async def run() -> None:
+        fwd = Forwarder()
+        heard: list[tuple[bytes | None, int | None]] = []
+        assert fwd.add_pending(N("/t"), 5, 1000, sink=lambda d, r: heard.append((d, r)))
+        assert fwd.nack(N("/t"), 150) is not None  # NoRoute
+        assert heard == [(None, 150)] and not fwd.pit
+        assert fwd.nack(N("/t"), 150) is None  # nothing pending any more
 
     asyncio.run(run())
 
