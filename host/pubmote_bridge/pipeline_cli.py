@@ -96,12 +96,9 @@ def run(args: argparse.Namespace) -> int:
                           **opts)
         from .pipeline.batch import run_batch
 
-        run_batch(spark, args.journal, args.out, **opts)
+        stats = run_batch(spark, args.journal, args.out, report=args.report, **opts)
         if args.report:
-            from .pipeline.report import write_report
-
-            page = write_report(spark, args.journal, args.out, args.report, **opts)
-            _log("report: %s" % page)
+            _log("report: %s" % stats["report"])
         return 0
     except PipelineError as e:
         print("pubmote pipeline: %s" % e, file=sys.stderr)

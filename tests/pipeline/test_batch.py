@@ -13,7 +13,6 @@ import pytest
 
 import oracle
 from pubmote_bridge.pipeline.batch import run_batch
-from pubmote_bridge.pipeline.report import write_report
 from pubmote_bridge.pipeline.session import PipelineError
 from pubmote_bridge.pipeline.synth import records, write_journal
 
@@ -79,8 +78,8 @@ def test_batch_refuses_a_stream_sink_and_an_empty_journal(spark: Any, tmp_path: 
 def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
     recs = list(records(600, boards=3, subscribers=2, seed=5))
     write_journal(tmp_path / "j", iter(recs))
-    run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
-    page = write_report(spark, tmp_path / "j", tmp_path / "out", tmp_path / "rep", **OPTS)
+    page = run_batch(spark, tmp_path / "j", tmp_path / "out", report=tmp_path / "rep",
+                     **OPTS)["report"]
     text = page.read_text()
     for png in ("rate.png", "readings.png", "latency.png", "health.png"):
         assert ('src="%s"' % png) in text

@@ -98,11 +98,12 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> Non
     write_journal(journal, iter([{"t_bridge": last + 600_000, "topic": "/sentinel",
                                   "origin": "sentinel", "ingress": "test",
                                   "outcome": "relayed"}]), start_index=99)
-    _, tables, _ = compute(spark, journal, window="1 minute", watermark="1 minute")
+    rows, tables, _ = compute(spark, journal, window="1 minute", watermark="1 minute")
     want_w = oracle.table_rows(tables["windows"].where("origin != 'sentinel'"),
                                ("window_start", "topic", "origin"))
     want_h = oracle.table_rows(tables["health"].where("node != 'sentinel'"),
                                ("window_start", "node"))
+    rows.unpersist()
     assert len(want_w) >= 50 and len(want_h) >= 70
 
     def sink_rows(name: str) -> int:

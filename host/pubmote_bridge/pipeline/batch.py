@@ -39,29 +39,33 @@ def check_not_stream_sink(path: Path) -> None:
 
 def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark: str,
             reading_key: str | None = None) -> tuple[DataFrame, dict[str, DataFrame],
-                                                      dict[str, int]]:
-    """The prepared journal (persisted: every table reads it), its tables, and counts:
-    rows read and rows unusable (malformed lines, records without time or outcome)."""
+                                                      dict[str, Any]]:
+    """The journal, read and decoded once and persisted (unpersist it when done), its
+    tables, and counts: rows read and rows unusable (malformed lines, records without time
+    or outcome). Tables and report filter the persisted rows, so JSON parsing and the
+    reading UDF run once per batch run."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    from .transform import TABLES, prepare
+    from .transform import TABLES, enrich, usable
 
-    raw = read_journal(spark, journal)
-    counts = raw.agg(F.count(F.lit(1)).alias("rows"),
-                     F.sum(F.when(F.col("t_bridge").isNull() | F.col("outcome").isNull(), 1)
-                           .otherwise(0)).alias("unusable")).first()
+    rows = enrich(read_journal(spark, journal), reading_key).persist(
+        StorageLevel.MEMORY_AND_DISK)
+    counts = rows.agg(F.count(F.lit(1)).alias("rows"),
+                      F.sum(F.when(usable(), 0).otherwise(1)).alias("unusable")).first()
     assert counts is not None
-    stats = {"rows": int(counts["rows"] or 0), "unusable": int(counts["unusable"] or 0)}
-    prepared = prepare(raw, reading_key).persist(StorageLevel.MEMORY_AND_DISK)
+    stats: dict[str, Any] = {"rows": int(counts["rows"] or 0),
+                             "unusable": int(counts["unusable"] or 0)}
+    prepared = rows.where(usable())
     tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
-    return prepared, tables, stats
+    return rows, tables, stats
 
 
 def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, window: str,
-              watermark: str, reading_key: str | None = None,
+              watermark: str, reading_key: str | None = None, report: str | Path | None = None,
               log: Log = print) -> dict[str, Any]:
-    """Write OUT/windows and OUT/health from every finished journal file; return counts."""
+    """Write OUT/windows and OUT/health from every finished journal file, and with `report`
+    REPORT/index.html (stats["report"]); return counts."""
     files = journal_files(journal)
     size = sum(f.stat().st_size for f in files)
     log("reading %d journal files (%.1f MB) from %s" % (len(files), size / 1e6, journal))
@@ -71,15 +75,21 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
     if not files:
         raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
                             "renames them into place on rotation (--journal-max-age)" % journal)
-    prepared, tables, stats = compute(spark, journal, window=window, watermark=watermark,
-                                      reading_key=reading_key)
+    rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
+                                  reading_key=reading_key)
     try:
         for name, df in tables.items():
             df.write.mode("overwrite").parquet(str(out / name))
             stats[name] = spark.read.parquet(str(out / name)).count()
             log("wrote %s: %d rows -> %s" % (name, stats[name], out / name))
+        if report is not None:
+            from .report import write_report
+            from .transform import usable
+
+            stats["report"] = write_report(spark, rows.where(usable()), out, report,
+                                           journal=journal, window=window, log=log)
     finally:
-        prepared.unpersist()
+        rows.unpersist()
     if stats["unusable"]:
         log("warning: %d journal lines were unusable (malformed, or no t_bridge/outcome)"
             % stats["unusable"])

@@ -11,11 +11,10 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .batch import Log, read_journal
-from .transform import prepare
+from .batch import Log
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 TOP_TOPICS = 8  # lines per plot; the rest are summed as "other topics"
 BINS_PER_DECADE = 20
@@ -121,10 +120,10 @@ def _fmt(x: Any, nd: int = 2) -> str:
     return str(x)
 
 
-def write_report(spark: SparkSession, journal: str | Path, tables: str | Path,
-                 out: str | Path, *, window: str, watermark: str,
-                 reading_key: str | None = None, log: Log = print) -> Path:
-    """Write OUT/index.html and its PNGs from the batch tables in `tables` and the journal."""
+def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str | Path, *,
+                 journal: str | Path, window: str, log: Log = print) -> Path:
+    """Write OUT/index.html and its PNGs from the batch tables in `tables` and `j`, the
+    journal's usable rows as the batch run prepared them (`journal` names it on the page)."""
     from pyspark.sql import functions as F
 
     out = Path(out)
@@ -139,7 +138,6 @@ def write_report(spark: SparkSession, journal: str | Path, tables: str | Path,
              .agg(*[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to",
                                                  "lost", "ups", "reconnects", "downs")])
              .orderBy("node").collect())
-    j = prepare(read_journal(spark, journal), reading_key)
     lat = F.col("latency_ms")
     hist = (j.where((F.col("outcome") == "delivered") & (lat > 0))
             .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b")).count()

@@ -20,13 +20,22 @@ HEALTH_COLUMNS = ("window_start", "window_end", "node", "published", "delivered_
                   "dropped_to", "lost", "ups", "reconnects", "downs")
 
 
-def prepare(df: DataFrame, reading_key: str | None = None) -> DataFrame:
+def usable() -> Column:
+    """Rows the tables can use: a time and an outcome (not malformed lines, not strays)."""
+    return F.col("t_bridge").isNotNull() & F.col("outcome").isNotNull()
+
+
+def enrich(df: DataFrame, reading_key: str | None = None) -> DataFrame:
     """Add the event time `ts` (from t_bridge) and the decoded `reading` (relayed rows)."""
     decode = F.udf(lambda p: reading_of(p, reading_key), DoubleType())
-    return (df.where(F.col("t_bridge").isNotNull() & F.col("outcome").isNotNull())
-              .withColumn("ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
+    return (df.withColumn("ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
               .withColumn("reading", F.when(F.col("outcome") == "relayed",
                                             decode(F.col("payload")))))
+
+
+def prepare(df: DataFrame, reading_key: str | None = None) -> DataFrame:
+    """The usable rows, enriched: what every table aggregates."""
+    return enrich(df.where(usable()), reading_key)
 
 
 def _count(cond: Column) -> Column:
