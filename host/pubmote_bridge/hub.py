@@ -505,9 +505,7 @@ class Hub:
         self.journal_outcome(msg, None, "relayed")
         if boards is not None:
             for b in boards:
-                dropped = b.enqueue(msg)
-                if dropped is not None:
-                    self.journal_outcome(dropped, b.name, "dropped")
+                self._enqueue(b, msg)
         if not listeners:
             return
         for listener in self.listeners:
@@ -521,9 +519,12 @@ class Hub:
             else itertools.chain(self.boards.values(), self.app_subs.values()))
         for b in receivers:
             if b.filter.matches(line):
-                dropped = b.enqueue(msg)
-                if dropped is not None:
-                    self.journal_outcome(dropped, b.name, "dropped")
+                self._enqueue(b, msg)
+
+    def _enqueue(self, b: BoardState, msg: Message) -> None:
+        dropped = b.enqueue(msg)  # a full outbox drops its oldest message: journaled
+        if dropped is not None:
+            self.journal_outcome(dropped, b.name, "dropped")
 
     def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
         """One journal record: msg relayed (egress None, with its payload), or what became

@@ -42,6 +42,8 @@ def start(spark: SparkSession, journal: str | Path, out: str | Path,
     if max_files:
         reader = reader.option("maxFilesPerTrigger", max_files)
     queries = []
+    # One query (and one read of each new file) per table: a file sink is exactly-once only
+    # as its query's only sink; one query writing both tables by foreachBatch would not be.
     for name, fn in TABLES.items():
         sink = Path(out) / name
         check_sink(sink)
