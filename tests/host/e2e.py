@@ -25,6 +25,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int) -> list[int]:
+    """n distinct free loopback ports: all bound at once, so none is handed out twice (as
+    separate free_port() calls may, for ports not yet bound by their users)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+
+
 def nanocat() -> str:
     exe = shutil.which("nanocat")
     if exe is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pynng
 
-from e2e import APPS, free_port, wait_until
+from e2e import APPS, free_ports, wait_until
 from pubmote_bridge.mesh import KeyPair
 from pubmote_bridge.sim import end_process
 
@@ -113,7 +113,9 @@ class Pub:
 @contextlib.contextmanager
 def bridges(tmp: Path, edges: set[tuple[int, int]]) -> Iterator[list[dict[str, object]]]:
     keys = [KeyPair.generate() for _ in range(N)]
-    ports = [free_port() for _ in range(N)]
+    # every port of the ten bridges (mesh, SP PUB, SP SUB) distinct: a bridge that finds
+    # its port taken by a sibling never joins, and the mesh never forms
+    ports = free_ports(3 * N)
     addrs = ["/ip4/127.0.0.1/tcp/%d/p2p/%s" % (ports[i], keys[i].peer_id) for i in range(N)]
     members = [a for k in keys for a in ("--realm-member", str(k.peer_id))]
     procs: list[dict[str, object]] = []
@@ -122,7 +124,7 @@ def bridges(tmp: Path, edges: set[tuple[int, int]]) -> Iterator[list[dict[str, o
             kf = tmp / ("gw%d.key" % i)
             kf.write_bytes(keys[i].encode_private())
             kf.chmod(0o600)
-            sp_pub, sp_sub = ("tcp://127.0.0.1:%d" % free_port() for _ in range(2))
+            sp_pub, sp_sub = ("tcp://127.0.0.1:%d" % p for p in ports[N + 2 * i:N + 2 * i + 2])
             args = [sys.executable, "-m", "pubmote_bridge.cli", "bridge", "--no-view",
                     "--name", "gw%d" % i, "--realm", REALM, *members,
                     "--mesh-key-file", str(kf), "--mesh-listen",
