@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: deb setup test test-cpython test-micropython lint bench run flash deploy hil fuzz harden-report clean
+.PHONY: deb setup test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
 
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
 # (the simulated board's REPL pty for mpremote).
@@ -58,14 +58,25 @@ lint: setup
 	$(BIN)/ruff check shared firmware host tests bench
 	$(BIN)/mypy
 
+# the tests are independent (ports reserved per process, peers per module): spread over
+# workers, the Spark tests together on one (tests/conftest.py)
+TEST_WORKERS ?= 3
 test-cpython: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-micropython: setup
 	$(PY) tests/run_shared.py
 
 ## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
 test: lint test-cpython test-micropython
+
+## make test-stress RUNS=5 HOG=2: the CPython suite RUNS times in a row, in a new random
+##   order each time, beside HOG spinning processes (default one per core); names every
+##   test that failed in any run
+RUNS ?= 3
+HOG ?= $(shell nproc)
+test-stress: setup
+	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
 
 ## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 from typing import Any
 
 from pubmote_wire import name as ndn_name
@@ -23,6 +24,8 @@ from .hub import Hub, Message
 log = logging.getLogger("pubmote.sp")
 
 PER_CLIENT_BUFFER = 1 << 20
+MAX_SNDBUF = 256 * 1024
+FLUSH_S = 2.0  # how long a stopping bridge waits for subscribers to take their buffers
 
 
 def parse_url(url: str) -> tuple[str, Any]:
@@ -65,6 +68,12 @@ class _Conn(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.t = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            # the kernel's send buffer counts toward the subscriber's bound too: left alone,
+            # loopback TCP autotunes it to megabytes on top of buffer_bytes
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
+                            min(self.ep.buffer_bytes, MAX_SNDBUF))
         peer = transport.get_extra_info("peername")
         self.peer = "%s:%s" % (peer[0], peer[1]) if isinstance(peer, tuple) else "ipc"
         transport.write(sp.header(self.ep.proto))
@@ -101,7 +110,7 @@ class SpEndpoint:
         self.conns: set[_Conn] = set()
         self.server: asyncio.AbstractServer | None = None
         self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
-                         "bad_streams": 0}
+                         "bad_streams": 0, "unflushed": 0}
 
     async def start(self) -> None:
         self.server = await _serve(self.url, lambda: _Conn(self))
@@ -139,12 +148,29 @@ class SpEndpoint:
     def clients(self) -> int:
         return len(self.conns)
 
-    async def close(self) -> None:
+    async def close(self, flush_s: float = FLUSH_S) -> None:
+        """Stop, after handing subscribers what they were promised: a message acked to a
+        board sits in its subscribers' buffers, so those are flushed before the sockets
+        close (for up to flush_s; a subscriber that reads nothing in that time loses its
+        rest, counted in `unflushed` and logged)."""
         if self.proto == sp.PUB and self.relay in self.hub.listeners:
             self.hub.listeners.remove(self.relay)
-        for c in list(self.conns):
-            if c.t is not None:
-                c.t.close()
         if self.server is not None:
             self.server.close()
+        deadline = asyncio.get_running_loop().time() + flush_s
+        while any(c.t is not None and c.t.get_write_buffer_size() for c in self.conns):
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.01)
+        for c in list(self.conns):
+            if c.t is not None:
+                left = c.t.get_write_buffer_size()
+                if left:
+                    self.counters["unflushed"] += 1
+                    log.warning("SP subscriber %s read nothing for %.1f s: %d bytes not sent",
+                                c.peer, flush_s, left)
+                    c.t.abort()
+                else:
+                    c.t.close()
+        if self.server is not None:
             await self.server.wait_closed()

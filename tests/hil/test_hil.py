@@ -17,6 +17,7 @@ import cbor2
 import pynng
 import pytest
 
+from e2e import free_port
 from pubmote_bridge.sim import end_process
 
 BIN = Path(sys.executable).parent
@@ -27,14 +28,6 @@ ENABLE = ("no real board: run `make hil PORT=/dev/ttyUSB0 BOARD=esp32` (or pytes
           "--board-port PORT --board TYPE) with a board on that port")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Target:
     kind: str
@@ -42,8 +35,8 @@ class Target:
     port: str  # the REPL port mpremote uses
     link_port: str  # what the bridge opens
     tmp: Path
-    sp_pub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % _free_port())
-    sp_sub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % _free_port())
+    sp_pub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % free_port())
+    sp_sub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % free_port())
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     bridge: subprocess.Popen[bytes] | None = None
 

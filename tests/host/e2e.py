@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
+import random
 import shutil
 import socket
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -19,20 +23,49 @@ from pubmote_bridge.bridge import Bridge, load_config
 APPS = Path(__file__).resolve().parent / "board_apps"
 
 
+# Test ports come from below the kernel's ephemeral range (32768-60999 on Linux), which
+# bind(0) and outgoing connections never use, and each is held by an flock on its own lock
+# file until the process exits (the kernel drops the lock even on kill -9): no two tests,
+# xdist workers or concurrent test runs get the same port, even before its user binds it.
+PORT_RANGE = (20000, 32000)
+PORT_LOCKS = Path(tempfile.gettempdir()) / "pubmote-test-ports"
+_held: list[int] = []  # the lock files' descriptors, open for the life of the process
+
+
+def _claim(port: int) -> bool:
+    try:
+        fd = os.open(PORT_LOCKS / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    except OSError:
+        return False  # another user's lock file
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _held.append(fd)  # held even if the bind below fails: we never try that port again
+    with socket.socket() as s:  # and nothing outside the scheme is bound to it
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A loopback TCP/UDP port reserved for this process until it exits."""
+    PORT_LOCKS.mkdir(mode=0o777, exist_ok=True)
+    lo, hi = PORT_RANGE
+    start = random.Random(os.getpid() * 7919 + time.monotonic_ns()).randrange(lo, hi)
+    for i in range(hi - lo):
+        port = lo + (start - lo + i) % (hi - lo)
+        if _claim(port):
+            return port
+    raise RuntimeError("no free test port in %d-%d" % PORT_RANGE)
 
 
 def free_ports(n: int) -> list[int]:
-    """n distinct free loopback ports: all bound at once, so none is handed out twice (as
-    separate free_port() calls may, for ports not yet bound by their users)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
+    """n distinct reserved loopback ports."""
+    return [free_port() for _ in range(n)]
 
 
 def nanocat() -> str:

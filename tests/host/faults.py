@@ -30,6 +30,22 @@ def _acked(path: Path) -> set[int]:
     return {int(x) for x in path.read_text().split()}
 
 
+async def _acked_arrive(col: Collector, prefix: bytes, acked_log: Path,
+                        timeout_s: float = 30) -> tuple[set[int], list[int]]:
+    """Once the board stopped publishing: wait until every message it logged as acked has
+    reached the collector (or the deadline passed); return (acked, lost). Acked messages
+    older than the collector's first one are left out (it subscribed after they were sent)."""
+    def lost() -> tuple[set[int], list[int]]:
+        received = _seqs(col.with_prefix(prefix))
+        acked = {s for s in _acked(acked_log) if received and s >= min(received)}
+        return acked, sorted(acked - received)
+
+    deadline = time.monotonic() + timeout_s
+    while lost()[1] and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    return lost()
+
+
 async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
                      drop: float = 2e-3) -> dict[str, Any]:
     """A serial line with a bit-error rate and lost bytes: every acked message arrives."""
@@ -43,14 +59,16 @@ async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
         try:
             await col.wait_for(b"/test/sim1/seq|", 5)
             board.cable.bit_error_rate, board.cable.drop_rate = ber, drop
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(seconds)  # the length of the noisy spell, not a wait
             board.cable.bit_error_rate = board.cable.drop_rate = 0.0
-            await asyncio.sleep(3)  # retries of what the noise hit
+            # the link recovers (and the retries of what the noise hit go through): 100
+            # more messages arrive, then the board stops, so nothing more is acked
+            n = len(col.lines)
+            await col.wait_for(b"/test/sim1/seq|", n + 100, timeout_s=60)
+            board.power_off()
+            acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
         finally:
             col.close()
-        received = _seqs(col.lines)
-        acked = {s for s in _acked(tmp / "acked.log") if s >= min(received)}
-        lost = sorted(acked - received)
         face = bridge.hub.boards["sim1"].face
         return {"bits_flipped": board.cable.counters["bits_flipped"],
                 "bytes_lost": board.cable.counters["bytes_lost"],
@@ -78,17 +96,15 @@ async def resets_mid_publish(tmp: Path, *, resets: int = 5) -> dict[str, Any]:
                 board.start()
                 n = len(col.lines)
                 await col.wait_for(b"/test/sim1/seq|", n + 5, timeout_s=20)
-            await asyncio.sleep(2)
+            board.power_off()
+            acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
         finally:
             col.close()
-        received = _seqs(col.lines)
-        acked = {s for s in _acked(tmp / "acked.log") if s >= min(received)}
-        lost = sorted(acked - received)
         return {"resets": resets, "acked": len(acked), "acked_lost": len(lost),
                 "lost_examples": lost[:10]}
 
 
-async def slow_subscriber(tmp: Path, *, seconds: float = 4) -> dict[str, Any]:
+async def slow_subscriber(tmp: Path, *, after: int = 500) -> dict[str, Any]:
     """An SP subscriber that never reads: its buffer is bounded and its drops counted; a
     second subscriber gets every message."""
     url = "tcp://127.0.0.1:%d" % free_port()
@@ -107,7 +123,11 @@ async def slow_subscriber(tmp: Path, *, seconds: float = 4) -> dict[str, Any]:
             ep = bridge.sp[0]
             await wait_until(lambda: ep.counters["dropped"] > 0, 60,
                              "the slow subscriber's buffer to overflow")
-            await asyncio.sleep(seconds)
+            # while it keeps dropping for the slow one, the fast one gets `after` more
+            n, dropped = len(col.lines), ep.counters["dropped"]
+            await col.wait_for(b"/test/sim1/seq|", n + after, timeout_s=60)
+            await wait_until(lambda: ep.counters["dropped"] > dropped + 10, 60,
+                             "more drops for the slow subscriber")
         finally:
             col.close()
             slow.close()
@@ -146,13 +166,14 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, An
             elapsed = time.monotonic() - t0
             flood_msgs = _count(bridge, b"/bench/sim1/data") - flood_start
             rss_end = rss_kb()
-            await asyncio.sleep(2)
+            flood.power_off()
+            calm.power_off()
+            acked, lost = await _acked_arrive(col, b"/test/sim2/seq|", tmp / "acked-calm.log")
         finally:
             col.close()
-        received = _seqs(col.with_prefix(b"/test/sim2/seq|"))
-        acked = {s for s in _acked(tmp / "acked-calm.log") if s >= min(received)}
         return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
-                "calm_lost": len(acked - received),
+                "calm_lost": len(lost), "lost_examples": lost[:10],
+                "sp_dropped": bridge.sp[0].counters["dropped"],
                 "calm_failed": bridge.hub.boards["sim2"].counters["fetch_failed"],
                 "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
 

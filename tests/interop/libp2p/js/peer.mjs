@@ -60,7 +60,13 @@ async function makeNode (port, gossipOpts) {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     services,
-    connectionManager: { maxConnections: 256 }
+    // the tests dial this peer from 127.0.0.1 many times a second: js-libp2p's defaults
+    // (5 inbound connections per host per second, 10 pending upgrades) refuse some of them
+    connectionManager: {
+      maxConnections: 256,
+      inboundConnectionThreshold: 10000,
+      maxIncomingPendingConnections: 256
+    }
   })
   await node.handle(ECHO, async (stream) => {
     for await (const chunk of stream) await send(stream, bytesOf(chunk))

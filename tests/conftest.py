@@ -1,0 +1,20 @@
+"""How the suite is spread over pytest-xdist workers (make test runs `-n N --dist
+loadgroup`): tests are independent and go to whichever worker is free, except where an
+expensive fixture is shared: the pipeline tests share one SparkSession (one JVM), and a
+module with module-scoped peers (the libp2p interop peers, the HIL board) stays on one
+worker so its peers start once."""
+
+from __future__ import annotations
+
+import pytest
+
+_SHARED_MODULE_FIXTURES = ("tests/interop/libp2p/", "tests/hil/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path.startswith("tests/pipeline/"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif path.startswith(_SHARED_MODULE_FIXTURES):
+            item.add_marker(pytest.mark.xdist_group(path))
