@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
-SUMMARY = re.compile(r"^=+ (.*) in [\d.]+s", re.M)
+SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed)\b.*?) in [\d.]+s", re.M)
 
 
 def start_hog(n: int) -> list[subprocess.Popen[bytes]]:
@@ -51,7 +51,8 @@ def main() -> int:
     failures: dict[str, list[int]] = {}
     bad_runs = 0
     for run in range(1, args.runs + 1):
-        cmd = [sys.executable, "-m", "pytest", "-q", "-n", args.workers, "--dist", "loadgroup",
+        cmd = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-n", args.workers,
+               "--dist", "loadgroup",
                "-p", "random_order", "--random-order-bucket=global",
                "--random-order-seed=%d" % (seed + run), *args.pytest_args]
         print("run %d/%d: order seed %d, %d hog process(es)" % (run, args.runs, seed + run,

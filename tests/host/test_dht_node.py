@@ -64,6 +64,13 @@ class RawPeer(asyncio.DatagramProtocol):
         self.transport.close()
 
 
+async def _until(pred: Callable[[], bool], what: str, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        assert time.monotonic() < deadline, "timed out waiting for " + what
+        await asyncio.sleep(0.01)
+
+
 async def _node(**kw: Any) -> DhtNode:
     n = DhtNode(host="127.0.0.1", port=0, query_timeout_s=0.5, **kw)
     await n.start()
@@ -152,9 +159,9 @@ def test_bad_input_gets_bep_errors() -> None:
             for junk in (b"", b"garbage", b"d1:t2:xx", b"i1e", b"l" * 100, os.urandom(300),
                          b"x" * 9000):
                 peer.send(node, junk)
-            await asyncio.sleep(0.2)
+            await _until(lambda: node.counters["oversize"] == 1
+                         and node.counters["malformed"] >= 6, "the junk to be counted")
             assert peer.replies.empty()
-            assert node.counters["oversize"] == 1 and node.counters["malformed"] >= 6
             # storage is bounded: 20 valid items, 5 kept
             for n in range(20):
                 it = bep44.sign_item(kp, b"x", 1, b"salt%d" % n)
@@ -180,7 +187,10 @@ def test_flood_from_one_address_is_rate_limited() -> None:
                 flood.send(node, q)
                 if _ % 200 == 0:
                     await asyncio.sleep(0)
-            await asyncio.sleep(0.3)
+            # until every datagram that reached the node is either answered or dropped
+            await _until(lambda: flood.replies.qsize() >= 40 and flood.replies.qsize()
+                         + node.counters["rate_limited"] == node.counters["rx_msgs"],
+                         "the flood to be answered or dropped")
             answered = flood.replies.qsize()
             refilled = 20.0 * (time.monotonic() - t0)
             assert 40 <= answered <= 40 + refilled + 1  # the burst plus the rate meanwhile
@@ -210,8 +220,8 @@ def test_tables_bounded_under_many_sources() -> None:
                     p.send(node, krpc.encode_query(b"aa", b"find_node",
                                                    {b"id": os.urandom(20),
                                                     b"target": os.urandom(20)}))
-            await asyncio.sleep(0.3)
-            assert len(node.limiter) == 10 and node.limiter.counters["evicted"] >= 20
+            await _until(lambda: node.limiter.counters["evicted"] >= 20, "evictions")
+            assert len(node.limiter) == 10
             assert len(node.table) <= 8 * len(node.table.buckets)
             # announce 200 hashes into a store of 50: bounded
             node.peer_store.max_hashes = 50
@@ -347,8 +357,8 @@ def test_read_only_client_is_not_kept_and_refresh_runs() -> None:
             c = await _node()
             await c.ping(b.addr)
             sent = b.transactions.counters["sent"]
-            await asyncio.sleep(0.3)
-            assert b.transactions.counters["sent"] > sent  # b refreshed its table by itself
+            # b refreshes its table by itself
+            await _until(lambda: b.transactions.counters["sent"] > sent, "b's refresh")
             await c.close()
         finally:
             await a.close()

@@ -110,7 +110,9 @@ def test_journal_readable_after_kill_9(tmp_path: Path) -> None:
             sub.dial(url, block=False)
             for _ in range(30):
                 sub.recv()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30  # age rotation puts a file in place (1 s)
+        while not list(jdir.glob("journal-*.jsonl")) and time.monotonic() < deadline:
+            time.sleep(0.05)
         os.kill(p.pid, signal.SIGKILL)
         p.wait()
     finally:

@@ -36,6 +36,7 @@ PHASE3 = 300   # after the mesh healed
 # messages per second, all publishers together (PUBMOTE_TEN_RATE to try others by hand)
 RATE = float(os.environ.get("PUBMOTE_TEN_RATE", "100"))
 REALM = "ten"
+ROUND_S = 5.0  # how long one probe round may take to reach every subscriber
 
 
 def topology(rng: random.Random) -> set[tuple[int, int]]:
@@ -180,10 +181,16 @@ async def probe_until_meshed(subs: dict[int, Sub], pubs: dict[int, Pub], tag: st
         rnd += 1
         for k, p in pubs.items():
             await p.send(b"/bench/probe/%s/%d|%d" % (tag.encode(), k, rnd))
-        await asyncio.sleep(0.6)
-        ok = all(b"/bench/probe/%s/%d|%d" % (tag.encode(), k, rnd) in s.lines(b"/bench/probe/")
-                 for s in subs.values() for k in pubs)
-        full = full + 1 if ok else 0
+
+        def arrived(r: int = rnd) -> bool:
+            return all(b"/bench/probe/%s/%d|%d" % (tag.encode(), k, r) in s.lines(b"/bench/probe/")
+                       for s in subs.values() for k in pubs)
+
+        # a round that has not reached everyone within ROUND_S missed a path: try another
+        round_end = min(deadline, time.monotonic() + ROUND_S)
+        while not arrived() and time.monotonic() < round_end:
+            await asyncio.sleep(0.05)
+        full = full + 1 if arrived() else 0
     return rnd
 
 

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,12 @@ APPS = Path(__file__).resolve().parent / "ndn_apps"
 
 
 async def ndn_app(tmp: Path, sock: Path, script: str, *args: str,
-                  timeout_s: float = 60) -> asyncio.subprocess.Process:
+                  stdin: bool = False) -> asyncio.subprocess.Process:
     env = dict(os.environ, HOME=str(tmp), NDN_CLIENT_TRANSPORT="unix://%s" % sock,
                PYTHONPATH=str(APPS))
     return await asyncio.create_subprocess_exec(
         sys.executable, str(APPS / script), *args, env=env, cwd=str(APPS),
+        stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
 
 
@@ -94,25 +96,30 @@ def test_board_and_sp_publishers_reach_pubsub_subscriber(tmp_path: Path) -> None
                                       extra={"seq_period_ms": 100}, **cfg) as bridge:
             await boards_registered(bridge, ["sim1"])
             pub = Publisher(cfg["sp_sub"][0])
-            proc = await ndn_app(tmp_path, tmp_path / "nfd.sock", "pubsub_sub.py", "6",
-                                 "/test/sim1/seq", "/sp/topic")
+            proc = await ndn_app(tmp_path, tmp_path / "nfd.sock", "pubsub_sub.py",
+                                 "/test/sim1/seq", "/sp/topic", stdin=True)
+            lines: list[str] = []
             try:
-                assert proc.stdout is not None
-                line = await asyncio.wait_for(proc.stdout.readline(), 30)
-                while line and line.strip() != b"READY":
-                    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+                assert proc.stdout is not None and proc.stdin is not None
                 await wait_until(lambda: len(bridge.hub.app_subs) == 1 and len(
-                    next(iter(bridge.hub.app_subs.values())).filters) == 2, 10,
+                    next(iter(bridge.hub.app_subs.values())).filters) == 2, 30,
                     "the app's two subscriptions at the bridge")
-                for _ in range(10):
-                    await pub.send(b"/sp/topic|from-sp")
-                    await asyncio.sleep(0.2)
-                lines = await finish(proc)
+                await pub.send(b"/sp/topic|from-sp")
+
+                def seqs() -> list[str]:
+                    return [x for x in lines if x.startswith("MSG /test/sim1/seq ")]
+
+                deadline = time.monotonic() + 60
+                while len(seqs()) < 10 or "MSG /sp/topic from-sp" not in lines:
+                    left = deadline - time.monotonic()
+                    assert left > 0, lines  # what the app saw by the deadline
+                    line = await asyncio.wait_for(proc.stdout.readline(), left)
+                    assert line, lines  # the app ended early
+                    lines.append(line.decode(errors="replace").rstrip("\n"))
+                proc.stdin.close()
+                lines += await finish(proc)
             finally:
                 pub.close()
-            seqs = [int(x.split()[2]) for x in lines if x.startswith("MSG /test/sim1/seq ")]
-            assert len(seqs) >= 10, lines
-            assert "MSG /sp/topic from-sp" in lines, lines
 
     asyncio.run(run())
 
@@ -208,8 +215,7 @@ def test_bad_apps_cannot_break_the_bridge(tmp_path: Path) -> None:
             await wait_until(lambda: bridge.ndn[0].bad_streams == 1, 5, "the bad stream count")
             garbage = await RawApp.connect(sock)
             await garbage.send(b"\x06\x03\x07\x01\x08")  # a Data whose Name is torn
-            await asyncio.sleep(0.2)
-            assert hub.counters["bad_packets"] >= 1
+            await wait_until(lambda: hub.counters["bad_packets"] >= 1, 10, "the torn Data")
             garbage.close()
             # 2. an app that asks for board data and vanishes before the answer
             for i in range(20):
@@ -230,7 +236,8 @@ def test_bad_apps_cannot_break_the_bridge(tmp_path: Path) -> None:
             # 4. a PIT flood: Interests towards an app that never answers
             sink = await RawApp.connect(sock)
             await sink.send(rib_register("/blackhole", 1))
-            await asyncio.sleep(0.2)
+            await wait_until(lambda: ndn_name.from_uri("/blackhole") in hub.fwd.fib, 10,
+                             "the sink's route")
             flood = await RawApp.connect(sock)
             for i in range(hub.fwd.max_pit + 500):
                 flood.w.write(ndn_interest.encode(ndn_name.from_uri("/blackhole/%d" % i),

@@ -1,4 +1,5 @@
-"""ndn-python-repo PubSub subscriber: subscribe to TOPIC, print every message received."""
+"""ndn-python-repo PubSub subscriber: subscribe to each TOPIC, print every message received,
+until stdin closes (the test closes it once it has seen what it needs)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from common import run
 async def main(app: NDNApp) -> int:
     pb = PubSub(app, Name.from_str("/app/sub"))
     await pb.wait_for_ready()
-    for topic in sys.argv[2:]:
+    for topic in sys.argv[1:]:
         pb.subscribe(Name.from_str(topic), lambda m, t=topic: print(
             "MSG %s %s" % (t, bytes(m).decode(errors="replace")), flush=True))
-    await asyncio.sleep(0.5)  # subscribe() returns before its registration is done
+    # subscribe() returns before its registration is done: the test waits for the bridge
+    # to hold the subscriptions before it publishes
     print("READY", flush=True)
-    await asyncio.sleep(float(sys.argv[1]))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
     return 0
 
 
