@@ -185,8 +185,9 @@ def test_flood_from_one_address_is_rate_limited() -> None:
             t0 = time.monotonic()
             for _ in range(2000):
                 flood.send(node, q)
-                if _ % 200 == 0:
-                    await asyncio.sleep(0)
+                # one loop turn per datagram: the node reads one per turn, so its socket
+                # buffer does not overflow (how many it would drop depends on the machine)
+                await asyncio.sleep(0)
             # until every datagram that reached the node is either answered or dropped
             await _until(lambda: flood.replies.qsize() >= 40 and flood.replies.qsize()
                          + node.counters["rate_limited"] == node.counters["rx_msgs"],
@@ -195,7 +196,6 @@ def test_flood_from_one_address_is_rate_limited() -> None:
             refilled = 20.0 * (time.monotonic() - t0)
             assert 40 <= answered <= 40 + refilled + 1  # the burst plus the rate meanwhile
             # every datagram that reached the node past the budget was dropped unparsed
-            # (the kernel's socket buffer drops some of the 2000 before that)
             rx = node.counters["rx_msgs"]
             assert node.counters["rate_limited"] == rx - answered and rx > 150
             # another address is not starved by the flood
