@@ -151,8 +151,8 @@ class SpEndpoint:
     async def close(self, flush_s: float = FLUSH_S) -> None:
         """Stop, after handing subscribers what they were promised: a message acked to a
         board sits in its subscribers' buffers, so those are flushed before the sockets
-        close (for up to flush_s; a subscriber that reads nothing in that time loses its
-        rest, counted in `unflushed` and logged)."""
+        close (for up to flush_s; a subscriber that has not taken everything by then loses
+        the rest, counted in `unflushed` and logged)."""
         if self.proto == sp.PUB and self.relay in self.hub.listeners:
             self.hub.listeners.remove(self.relay)
         if self.server is not None:
@@ -167,8 +167,8 @@ class SpEndpoint:
                 left = c.t.get_write_buffer_size()
                 if left:
                     self.counters["unflushed"] += 1
-                    log.warning("SP subscriber %s read nothing for %.1f s: %d bytes not sent",
-                                c.peer, flush_s, left)
+                    log.warning("SP subscriber %s did not take its buffer within %.1f s: "
+                                "%d bytes not sent", c.peer, flush_s, left)
                     c.t.abort()
                 else:
                     c.t.close()
