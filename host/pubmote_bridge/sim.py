@@ -200,12 +200,13 @@ class SimBoard:
                  period_ms: int = 1000, extra: dict[str, object] | None = None,
                  app_dir: Path | None = None) -> None:
         self.name = name
-        self.workdir = workdir
+        # absolute: the board runs in its workdir, so a relative path would point elsewhere
+        self.workdir = workdir.resolve()
         self.heap = heap or str(load_profile("unix")["heapsize"])
-        self.app_dir = app_dir
-        self.cable = Cable(workdir / (name + ".board"), workdir / (name + ".tty"))
-        self.config_path = workdir / (name + ".json")
-        self.log_path = workdir / (name + ".log")
+        self.app_dir = app_dir.resolve() if app_dir is not None else None
+        self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
+        self.config_path = self.workdir / (name + ".json")
+        self.log_path = self.workdir / (name + ".log")
         self.config: dict[str, object] = {
             "name": name, "link": "pty", "path": str(self.cable.board_link), "app": app,
             "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
