@@ -7,9 +7,17 @@ from .errors import EncodeError
 MAX_FRAME = 1024  # default largest payload, bytes (CRC and COBS overhead not included)
 
 
+try:
+    from binascii import crc_hqx as _crc_hqx  # CPython: the same CRC, in C
+except ImportError:  # MicroPython has no crc_hqx
+    _crc_hqx = None
+
+
 def crc16(data, crc=0xFFFF):
     """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, xorout 0).
     Table-free: a few shifts per byte, no 512-byte table on the board's heap."""
+    if _crc_hqx is not None:
+        return _crc_hqx(data, crc)
     for b in data:
         x = ((crc >> 8) ^ b) & 0xFF
         x ^= x >> 4
