@@ -1,5 +1,6 @@
 # Where a board's time goes per published message (MicroPython): each codec and framing
-# step of the notify/fetch/Data/ack exchange, timed with ticks_us over N repetitions.
+# step of the exchange a board runs by default (notify with the message inline, ack),
+# timed with ticks_us over N repetitions.
 # Printed as "STEP <name> <us>" lines for bench/board_link/run.py.
 import gc
 from time import ticks_diff, ticks_us
@@ -26,24 +27,19 @@ def step(label, f):
 def main():
     n = notify.encode_msg_data(_tx, 0, PREFIX, TOPIC, NONCE, PAYLOAD)
     msg = bytes(_tx[:n])
-    n = notify.encode_notify_interest(_tx, 0, TOPIC, PREFIX, NONCE, lifetime_ms=1000)
+    n = notify.encode_notify_interest(_tx, 0, TOPIC, PREFIX, NONCE, lifetime_ms=1000,
+                                      inline=msg)
     note = bytes(_tx[:n])
-    n = notify.encode_msg_interest(_tx, 0, PREFIX, TOPIC, NONCE, interest_nonce=7,
-                                   lifetime_ms=1000)
-    fetch = bytes(_tx[:n])
     n = notify.encode_ack_data(_tx, 0, interest.decode_interest(note).name)
     ack = bytes(_tx[:n])
-    print("SIZE notify %d fetch %d data %d ack %d" % (len(note), len(fetch), len(msg), len(ack)))
+    print("SIZE notify %d (message inline: %d) ack %d" % (len(note), len(msg), len(ack)))
     dec = framing.FrameDecoder()
-    f_fetch, f_ack = framing.encode(fetch), framing.encode(ack)
+    f_ack = framing.encode(ack)
     step("encode_data", lambda: notify.encode_msg_data(_tx, 0, PREFIX, TOPIC, NONCE, PAYLOAD))
     step("encode_notify", lambda: notify.encode_notify_interest(_tx, 0, TOPIC, PREFIX, NONCE,
-                                                                 lifetime_ms=1000))
+                                                                 lifetime_ms=1000, inline=msg))
     step("frame_notify", lambda: framing.encode_frame(_fr, 0, note))
-    step("frame_data", lambda: framing.encode_frame(_fr, 0, msg))
-    step("deframe_fetch", lambda: dec.feed_cb(f_fetch, _drop))
     step("deframe_ack", lambda: dec.feed_cb(f_ack, _drop))
-    step("decode_fetch", lambda: interest.decode_interest(fetch))
     step("decode_ack", lambda: data.decode_data(ack))
 
 
