@@ -80,12 +80,13 @@ test-stress: setup
 	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
 
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
-## against umqtt.simple -> mosquitto; firmware heap; NDN face; mesh
+## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap; NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
 	$(PY) bench/board_link/run.py
+	$(PY) bench/gateway/run.py
 	$(PY) bench/firmware/run.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py

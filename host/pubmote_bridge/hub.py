@@ -265,7 +265,7 @@ class Hub:
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, fwd, ni = notify.parse_notify_interest(pkt)
+            topic, publisher, nonce, fwd, ni = notify.notify_parts(i, pkt)
         except DecodeError:
             topic = None
         if topic is not None:
@@ -409,9 +409,9 @@ class Hub:
             return  # a retransmitted notify; the ack of the first answers both (same name)
         self._inflight.add(key)
         try:
-            reply = self._inline_reply(inline, publisher, topic, nonce)
-            if reply is None:
-                reply = await self._fetch(face, publisher, topic, nonce, fwd)
+            d = self._inline_msg(inline, publisher, topic, nonce)
+            reply = inline if d is not None else await self._fetch(face, publisher, topic,
+                                                                   nonce, fwd)
             if reply is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
@@ -421,7 +421,8 @@ class Hub:
             if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
                     and self.auth.check_data(board_of(publisher), reply)):
                 return
-            d = ndn_data.decode_data(reply)
+            if d is None:
+                d = ndn_data.decode_data(reply)
             payload = bytes(d.content) if d.content is not None else b""
             self._done[key] = True
             while len(self._done) > 4096:
@@ -440,10 +441,10 @@ class Hub:
         finally:
             self._inflight.discard(key)
 
-    def _inline_reply(self, inline: bytes | None, publisher: bytes, topic: bytes,
-                      nonce: bytes) -> bytes | None:
-        """The message Data a notify carried inline, if it is the one the notify announces
-        (else None: it is fetched, as from any subscriber that ignores INLINE_MSG)."""
+    def _inline_msg(self, inline: bytes | None, publisher: bytes, topic: bytes,
+                    nonce: bytes) -> ndn_data.Data | None:
+        """The message Data a notify carried inline, decoded, if it is the one the notify
+        announces (else None: it is fetched, as by any subscriber that ignores INLINE_MSG)."""
         if inline is None:
             return None
         try:
@@ -454,7 +455,7 @@ class Hub:
             self.counters["inline_refused"] += 1
             return None
         self.counters["inline"] += 1
-        return inline
+        return d
 
     def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")

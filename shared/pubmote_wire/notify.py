@@ -162,7 +162,12 @@ def inline_msg(i):
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is
 # the name without its trailing notify and ParametersSha256Digest components.
 def parse_notify_interest(buf, into=None):
-    i = decode_interest(buf, into)
+    return notify_parts(decode_interest(buf, into), buf)
+
+
+# The same from an Interest already decoded from buf (a forwarder decodes every Interest
+# once to route it: no second decode for the notifies among them).
+def notify_parts(i, buf):
     ns = i._ns
     dp = i._dp
     if i.app_params is None or dp != i._ne - 34:
