@@ -34,12 +34,14 @@ def frame_size_max(n):
     return body + body // 254 + 1 + 2
 
 
-def encode_frame(buf, off, payload):
+def encode_frame(buf, off, payload, bytewise=False):
     """Write 00 | COBS(payload | crc) | 00 at buf[off]; return the bytes written."""
     n = len(payload)
     if off + frame_size_max(n) > len(buf):
         raise EncodeError("buffer too small for frame")
     crc = crc16(payload)
+    if _BLOCKWISE and not bytewise:
+        return _encode_blocks(buf, off, payload, crc)
     buf[off] = 0
     code_at = off + 1  # where the current block's code byte goes
     p = code_at + 1
@@ -74,6 +76,34 @@ def encode_frame(buf, off, payload):
                 code_at = -1
     if code_at >= 0:
         buf[code_at] = code
+    buf[p] = 0
+    return p + 1 - off
+
+
+def _encode_blocks(buf, off, payload, crc):
+    # CPython: the same bytes as the loop above, a block at a time
+    data = bytes(payload) + bytes((crc >> 8, crc & 0xFF))
+    buf[off] = 0
+    p = off + 1
+    parts = data.split(b"\x00")
+    last = len(parts) - 1
+    for k in range(len(parts)):
+        part = parts[k]
+        i = 0
+        # full 254-byte blocks (code FF, no implied zero); an exact multiple that ends
+        # the data opens no empty block after it
+        while len(part) - i >= 254 and not (k == last and len(part) - i == 254):
+            buf[p] = 0xFF
+            buf[p + 1 : p + 255] = part[i : i + 254]
+            p += 255
+            i += 254
+        rest = len(part) - i
+        if rest == 254:
+            buf[p] = 0xFF
+        else:
+            buf[p] = rest + 1
+        buf[p + 1 : p + 1 + rest] = part[i:]
+        p += 1 + rest
     buf[p] = 0
     return p + 1 - off
 

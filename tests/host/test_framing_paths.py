@@ -65,3 +65,15 @@ def test_an_endless_frame_stays_bounded() -> None:
         slow.feed(b"\x05abcd" * 100)
     slow.feed(b"\x00" + framing.encode(b"ok"))
     assert fast.stats() == slow.stats()
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.binary(max_size=1024),
+                 st.lists(st.sampled_from([b"\x00", b"\x01", b"x" * 253, b"y" * 254,
+                                           b"z" * 255]), max_size=8).map(b"".join)))
+def test_blockwise_and_bytewise_encoders_agree(payload: bytes) -> None:
+    a, b = bytearray(2100), bytearray(2100)
+    n = framing.encode_frame(a, 3, payload)
+    m = framing.encode_frame(b, 3, payload, bytewise=True)
+    assert a[: 3 + n] == b[: 3 + m]
+    assert framing.FrameDecoder(2048).feed(bytes(a[3 : 3 + n])) == [payload]
