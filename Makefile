@@ -8,8 +8,9 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 .PHONY: deb setup test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
 
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
-# (the simulated board's REPL pty for mpremote).
-DEB_PACKAGES := nanomsg-utils socat
+# (the simulated board's REPL pty for mpremote); mosquitto, the MQTT broker make bench
+# compares a board's acked publishes with.
+DEB_PACKAGES := nanomsg-utils socat mosquitto
 # Java for Spark (pubmote pipeline), when no java is on PATH: Spark 4.3 needs 17 or newer.
 JAVA_PACKAGE := openjdk-17-jre-headless
 
@@ -78,11 +79,14 @@ HOG ?= $(shell nproc)
 test-stress: setup
 	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
 
-## make bench: codec against python-ndn; bridge against pynng; firmware heap; NDN face; mesh
+## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
+## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap; NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
 bench: setup
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
+	$(PY) bench/board_link/run.py
+	$(PY) bench/gateway/run.py
 	$(PY) bench/firmware/run.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py

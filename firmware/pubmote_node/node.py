@@ -4,6 +4,7 @@ import asyncio
 import binascii
 
 from pubmote_wire import cbor, framing, interest, lp, name, notify, sp, tlv
+from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 from pubmote_wire.signature import DigestSigner, HmacSigner
@@ -21,6 +22,7 @@ except ImportError:  # CPython, for host-side tests of the node
 
 
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
+_INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
 REGISTER = name.from_uri("/pubmote/ctl/register")
 HELLO = name.from_uri("/pubmote/ctl/hello")
 _MSG = name.generic(b"msg")
@@ -118,7 +120,7 @@ class Node:
 
     config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
-    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000}.
+    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     """
 
@@ -134,6 +136,8 @@ class Node:
         self.timeout_ms = config.get("timeout_ms", 1500)
         self.retries = config.get("retries", 3)
         self.keepalive_ms = config.get("keepalive_ms", 3000)
+        # small messages inline in their notify (docs/protocols/board-link.md)
+        self.inline = config.get("inline", True)
         # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
         key = config.get("key")
         self._key = binascii.unhexlify(key) if key else None
@@ -192,13 +196,16 @@ class Node:
         self._soft[nonce] = data
         self._soft_bytes += n
         self.counters["published"] += 1
+        # a small message rides in the notify itself: the bridge acks it without fetching
+        # (one round trip instead of two); a bridge that does not know INLINE_MSG fetches
+        inline = data if self.inline and n <= _INLINE_MAX else None
         try:
             for _ in range(self.retries + 1):
                 n = notify.encode_notify_interest(
                     self._tx, 0, topic_name, self.prefix, nonce,
                     lifetime_ms=self.timeout_ms, signer=self._signer,
                     sig_nonce=urandom(8) if self._key else None,
-                    sig_time_ms=self._now_ms() if self._key else None)
+                    sig_time_ms=self._now_ms() if self._key else None, inline=inline)
                 if await self._express(n) is not None:
                     self.counters["acked"] += 1
                     return True
@@ -281,11 +288,15 @@ class Node:
 
     async def run(self):
         """Keep the link up forever: open, register, keep alive, reopen on any fault."""
-        from . import links
-
         backoff_ms = 200
         while True:
-            link = self._link or links.from_config(self._link_cfg)
+            link = self._link
+            if link is None:
+                # imported only here: a link given to Node() (a test's, or a CPython
+                # virtual board's) needs none of the board-only idioms in links
+                from . import links
+
+                link = links.from_config(self._link_cfg)
             try:
                 await link.open()
             except OSError:

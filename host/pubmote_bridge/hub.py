@@ -171,7 +171,8 @@ class Hub:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
                          "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
-                         "rib_refused": 0, "localhost_dropped": 0}
+                         "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
+                         "inline_refused": 0}
 
     # ---- faces ---------------------------------------------------------------------
 
@@ -264,7 +265,7 @@ class Hub:
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, fwd, ni = notify.parse_notify_interest(pkt)
+            topic, publisher, nonce, fwd, ni = notify.notify_parts(i, pkt)
         except DecodeError:
             topic = None
         if topic is not None:
@@ -272,9 +273,11 @@ class Hub:
                     and self.auth.requires(bytes(topic))
                     and self.auth.check_interest(board_of(bytes(publisher)), ni, pkt)):
                 return  # rejected (counted and logged by the policy)
+            inline = notify.inline_msg(ni)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
                                         bytes(fwd) if fwd is not None else None,
-                                        ni.sig_time_ms))
+                                        ni.sig_time_ms,
+                                        bytes(inline) if inline is not None else None))
             return
         # anything else is forwarded along the FIB (an app or board serving that prefix)
         hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
@@ -396,7 +399,7 @@ class Hub:
 
     async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
                          publisher: bytes, nonce: bytes, fwd: bytes | None = None,
-                         t_board: int | None = None) -> None:
+                         t_board: int | None = None, inline: bytes | None = None) -> None:
         key = publisher + b"\x00" + nonce
         if key in self._done:
             self._count_board(face, "duplicates")
@@ -406,7 +409,9 @@ class Hub:
             return  # a retransmitted notify; the ack of the first answers both (same name)
         self._inflight.add(key)
         try:
-            reply = await self._fetch(face, publisher, topic, nonce, fwd)
+            d = self._inline_msg(inline, publisher, topic, nonce)
+            reply = inline if d is not None else await self._fetch(face, publisher, topic,
+                                                                   nonce, fwd)
             if reply is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
@@ -416,7 +421,8 @@ class Hub:
             if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
                     and self.auth.check_data(board_of(publisher), reply)):
                 return
-            d = ndn_data.decode_data(reply)
+            if d is None:
+                d = ndn_data.decode_data(reply)
             payload = bytes(d.content) if d.content is not None else b""
             self._done[key] = True
             while len(self._done) > 4096:
@@ -434,6 +440,22 @@ class Hub:
             self._ack(face, notify_name)
         finally:
             self._inflight.discard(key)
+
+    def _inline_msg(self, inline: bytes | None, publisher: bytes, topic: bytes,
+                    nonce: bytes) -> ndn_data.Data | None:
+        """The message Data a notify carried inline, decoded, if it is the one the notify
+        announces (else None: it is fetched, as by any subscriber that ignores INLINE_MSG)."""
+        if inline is None:
+            return None
+        try:
+            d = ndn_data.decode_data(inline)
+        except DecodeError:
+            d = None
+        if d is None or bytes(d.name) != notify.msg_name(publisher, topic, nonce):
+            self.counters["inline_refused"] += 1
+            return None
+        self.counters["inline"] += 1
+        return d
 
     def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")

@@ -64,6 +64,26 @@ class _Conn(asyncio.Protocol):
         self.dec = sp.MsgDecoder(expect_header=sp.peer_of(endpoint.proto))
         self.peer = "?"
         self.ready = False
+        # frames relayed during one turn of the event loop go out in one write: many boards'
+        # messages in one turn cost one send instead of one each
+        self.pending: list[bytes] = []
+        self.pending_bytes = 0
+
+    def queue(self, frame: bytes) -> None:
+        if not self.pending:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.pending.append(frame)
+        self.pending_bytes += len(frame)
+
+    def flush(self) -> None:
+        if self.pending and self.t is not None:
+            self.t.write(b"".join(self.pending))
+        self.pending = []
+        self.pending_bytes = 0
+
+    def buffered(self) -> int:
+        """Bytes waiting for this subscriber: queued this turn, and in the transport."""
+        return self.pending_bytes + (self.t.get_write_buffer_size() if self.t else 0)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -123,11 +143,11 @@ class SpEndpoint:
             t = c.t
             if t is None or not c.ready:
                 continue
-            if t.get_write_buffer_size() + len(frame) > self.buffer_bytes:
+            if c.buffered() + len(frame) > self.buffer_bytes:
                 self.counters["dropped"] += 1
                 self.hub.journal_outcome(msg, "sp:" + c.peer, "dropped")
                 continue
-            t.write(frame)
+            c.queue(frame)
             self.counters["sent"] += 1
             self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
 
@@ -157,6 +177,8 @@ class SpEndpoint:
             self.hub.listeners.remove(self.relay)
         if self.server is not None:
             self.server.close()
+        for c in self.conns:
+            c.flush()
         deadline = asyncio.get_running_loop().time() + flush_s
         while any(c.t is not None and c.t.get_write_buffer_size() for c in self.conns):
             if asyncio.get_running_loop().time() > deadline:

@@ -7,9 +7,20 @@ from .errors import EncodeError
 MAX_FRAME = 1024  # default largest payload, bytes (CRC and COBS overhead not included)
 
 
+try:
+    from binascii import crc_hqx as _crc_hqx  # CPython: the same CRC, in C
+except ImportError:  # MicroPython has no crc_hqx
+    _crc_hqx = None
+# CPython decodes whole COBS blocks with bytes operations (C loops); a board goes byte by
+# byte into its one preallocated buffer. Both paths count the same (tests/host checks).
+_BLOCKWISE = _crc_hqx is not None
+
+
 def crc16(data, crc=0xFFFF):
     """CRC-16/CCITT-FALSE (poly 0x1021, init 0xFFFF, no reflection, xorout 0).
     Table-free: a few shifts per byte, no 512-byte table on the board's heap."""
+    if _crc_hqx is not None:
+        return _crc_hqx(data, crc)
     for b in data:
         x = ((crc >> 8) ^ b) & 0xFF
         x ^= x >> 4
@@ -23,12 +34,14 @@ def frame_size_max(n):
     return body + body // 254 + 1 + 2
 
 
-def encode_frame(buf, off, payload):
+def encode_frame(buf, off, payload, bytewise=False):
     """Write 00 | COBS(payload | crc) | 00 at buf[off]; return the bytes written."""
     n = len(payload)
     if off + frame_size_max(n) > len(buf):
         raise EncodeError("buffer too small for frame")
     crc = crc16(payload)
+    if _BLOCKWISE and not bytewise:
+        return _encode_blocks(buf, off, payload, crc)
     buf[off] = 0
     code_at = off + 1  # where the current block's code byte goes
     p = code_at + 1
@@ -67,6 +80,34 @@ def encode_frame(buf, off, payload):
     return p + 1 - off
 
 
+def _encode_blocks(buf, off, payload, crc):
+    # CPython: the same bytes as the loop above, a block at a time
+    data = bytes(payload) + bytes((crc >> 8, crc & 0xFF))
+    buf[off] = 0
+    p = off + 1
+    parts = data.split(b"\x00")
+    last = len(parts) - 1
+    for k in range(len(parts)):
+        part = parts[k]
+        i = 0
+        # full 254-byte blocks (code FF, no implied zero); an exact multiple that ends
+        # the data opens no empty block after it
+        while len(part) - i >= 254 and not (k == last and len(part) - i == 254):
+            buf[p] = 0xFF
+            buf[p + 1 : p + 255] = part[i : i + 254]
+            p += 255
+            i += 254
+        rest = len(part) - i
+        if rest == 254:
+            buf[p] = 0xFF
+        else:
+            buf[p] = rest + 1
+        buf[p + 1 : p + 1 + rest] = part[i:]
+        p += 1 + rest
+    buf[p] = 0
+    return p + 1 - off
+
+
 def encode(payload):
     """Convenience: the framed payload as new bytes."""
     buf = bytearray(frame_size_max(len(payload)))
@@ -83,10 +124,15 @@ class FrameDecoder:
     short by a delimiter), frames_oversize (longer than max_frame; skipped to the next
     delimiter). bytes_discarded counts every non-delimiter byte of dropped frames."""
 
-    def __init__(self, max_frame=MAX_FRAME):
+    def __init__(self, max_frame=MAX_FRAME, bytewise=False):
         self.max_frame = max_frame
         self._buf = bytearray(max_frame + 2)
         self._mv = memoryview(self._buf)
+        self._blockwise = _BLOCKWISE and not bytewise
+        self._pend = bytearray()  # blockwise: the encoded bytes of the frame so far
+        self._pend_raw = 0
+        self._pend_skip = False  # blockwise: oversize already, counted
+        self._raw_cap = (max_frame + 2) + (max_frame + 2) // 254 + 2
         self.frames_ok = 0
         self.frames_bad_crc = 0
         self.frames_bad_cobs = 0
@@ -137,6 +183,8 @@ class FrameDecoder:
     def feed_cb(self, chunk, cb):
         """Feed bytes; call cb(memoryview) for each good payload. The view is only valid
         during the call (the buffer is reused): copy it to keep it. Returns the count."""
+        if self._blockwise:
+            return self._feed_blocks(chunk, cb)
         count = 0
         buf = self._buf
         cap = len(buf)
@@ -173,6 +221,88 @@ class FrameDecoder:
     def _oversize(self):
         self._skip = True
         self.frames_oversize += 1
+
+    def _feed_blocks(self, chunk, cb):
+        count = 0
+        pieces = bytes(chunk).split(b"\x00")
+        last = len(pieces) - 1
+        for k in range(len(pieces)):
+            piece = pieces[k]
+            self._pend_raw += len(piece)
+            if not self._pend_skip:
+                self._pend += piece
+            if k == last:
+                # a frame still open: counted as soon as it is too big, as byte by byte
+                # does (-2 only means cut short so far)
+                if not self._pend_skip and (len(self._pend) > self._raw_cap
+                                            or self._unblock(self._pend) == -1):
+                    self._pend_skip = True
+                    self.frames_oversize += 1
+                    self._pend = bytearray()
+                break
+            n = self._end_blocks()  # a delimiter followed this piece
+            if n >= 0:
+                count += 1
+                cb(self._mv[:n])
+        return count
+
+    def _end_blocks(self):
+        raw, r, skip = self._pend_raw, self._pend, self._pend_skip
+        self._pend = bytearray()
+        self._pend_raw = 0
+        self._pend_skip = False
+        if raw == 0:
+            return -1
+        if skip:
+            status = -3  # counted when it grew too big
+        elif len(r) > self._raw_cap:
+            status = -1
+        else:
+            status = self._unblock(r)
+        if status == -1:
+            self.frames_oversize += 1
+        elif status == -2:
+            self.frames_bad_cobs += 1
+        if status < 0:
+            self.bytes_discarded += raw
+            return -1
+        return self._check(status, raw)
+
+    def _unblock(self, r):
+        # COBS-decode r into self._buf: its length, -1 oversize or -2 a block cut short
+        buf = self._buf
+        cap = len(buf)
+        n = len(r)
+        i = out = 0
+        zero = False
+        while i < n:
+            code = r[i]
+            i += 1
+            if zero:
+                if out >= cap:
+                    return -1
+                buf[out] = 0
+                out += 1
+            blk = r[i : i + code - 1]
+            if out + len(blk) > cap:
+                return -1
+            buf[out : out + len(blk)] = blk
+            out += len(blk)
+            i += len(blk)
+            if len(blk) < code - 1:
+                return -2
+            zero = code != 0xFF
+        return out
+
+    def _check(self, n, raw):
+        # a good frame's payload length, or -1 (CRC wrong or no room for one; counted)
+        buf = self._buf
+        if n < 2 or crc16(self._mv[: n - 2]) != (buf[n - 2] << 8) | buf[n - 1]:
+            self.frames_bad_crc += 1
+            self.bytes_discarded += raw
+            return -1
+        self.frames_ok += 1
+        return n - 2
 
     def feed(self, chunk):
         """Feed bytes; return a list of the complete good payloads (as bytes)."""

@@ -12,6 +12,10 @@ from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
 PUBLISHER_FWD_HINT = const(0xD3)
+# pubmote's inline message (board link only): the message Data itself inside
+# NotifyAppParam, so the subscriber need not fetch it. Even, so non-critical: a subscriber
+# that does not know it ignores it and fetches as seed 000 says (docs/protocols).
+INLINE_MSG = const(0xF0)
 APP_PARAM = const(0x24)
 _NAME = const(0x07)
 _NOTIFY = b"\x08\x06notify"
@@ -57,14 +61,26 @@ def write_notify_params(buf, off, publisher, nonce, fwd_hint=None):
     return p - off
 
 
+# The NotifyAppParam value of a notify carrying its message inline (no forwarding hint).
+def _write_params_inline(buf, off, publisher, nonce, inline):
+    p = off + write_notify_params(buf, off, publisher, nonce)
+    p += write_tlv(buf, p, INLINE_MSG, inline)
+    return p - off
+
+
 # Parse the NotifyAppParam value mv (a memoryview) with the readers r and q, setting
-# o._pp, o._pn, o._pf (publisher, nonce, forwarding hint): attributes, not a tuple.
+# o._pp, o._pn, o._pf, o._pi (publisher, nonce, forwarding hint, inline message Data):
+# attributes, not a tuple.
 def _params(o, r, q, mv):
-    o._pp = o._pn = o._pf = None
+    o._pp = o._pn = o._pf = o._pi = None
     r.reset(mv)
     rank = 0
     while r.next():
         t = r.typ
+        if t == INLINE_MSG:  # ours, wherever it is (non-critical: no order of its own)
+            if o._pi is None:
+                o._pi = mv[r.vstart : r.vend]
+            continue
         k = 1 if t == _NAME else 2 if t == NOTIFY_NONCE else 3 if t == PUBLISHER_FWD_HINT else 0
         if k <= rank:  # unknown, repeated or out of order
             if is_critical(t):
@@ -98,9 +114,18 @@ def decode_notify_params(buf):
 # size. Signed with DigestSha256 unless another signer (or None: unsigned) is given.
 def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                            interest_nonce=None, lifetime_ms=DEFAULT_LIFETIME_MS,
-                           signer=DIGEST, sig_nonce=None, sig_time_ms=None):
+                           signer=DIGEST, sig_nonce=None, sig_time_ms=None, inline=None):
     # sig_nonce/sig_time_ms: the SignatureNonce and SignatureTime of a signed Interest
-    # (boards in realms that require HmacWithSha256 send both, against replay)
+    # (boards in realms that require HmacWithSha256 send both, against replay).
+    # inline: the message Data's bytes, carried in the notify (INLINE_MSG; no fwd_hint)
+    if inline is not None:
+        if fwd_hint is not None:
+            raise ValueError("an inline message goes without a forwarding hint")
+        return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
+                       -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
+                       notify_params_size(publisher, nonce) + tl_size(INLINE_MSG, len(inline)),
+                       signer, sig_nonce, sig_time_ms, None, _write_params_inline, publisher,
+                       nonce, inline)
     return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
                    -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
                    notify_params_size(publisher, nonce, fwd_hint), signer, sig_nonce,
@@ -128,10 +153,21 @@ def encode_ack_data(buf, off, notify_interest_full_name, *, signer=None):
                          _data.BLOB, None, None, signer)
 
 
+# The inline message Data (a memoryview) of a notify parsed by parse_notify_interest, or
+# None when the notify carries none.
+def inline_msg(i):
+    return i._pi
+
+
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is
 # the name without its trailing notify and ParametersSha256Digest components.
 def parse_notify_interest(buf, into=None):
-    i = decode_interest(buf, into)
+    return notify_parts(decode_interest(buf, into), buf)
+
+
+# The same from an Interest already decoded from buf (a forwarder decodes every Interest
+# once to route it: no second decode for the notifies among them).
+def notify_parts(i, buf):
     ns = i._ns
     dp = i._dp
     if i.app_params is None or dp != i._ne - 34:

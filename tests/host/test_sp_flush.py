@@ -51,6 +51,7 @@ def test_stop_flushes_what_subscribers_were_promised() -> None:
         await wait_until(lambda: any(c.ready for c in ep.conns), 10, "the subscriber")
         for i in range(N):
             ep.relay(Message(b"/t/%d" % i, PAYLOAD, "test", "test"))
+        await asyncio.sleep(0)  # one turn: what was relayed is written out
         # the subscriber has read nothing yet: most of it waits in the bridge's buffer
         assert sum(c.t.get_write_buffer_size() for c in ep.conns if c.t) > 0
         reader.append(threading.Thread(target=lambda: got.extend(_read_all(s))))

@@ -4,11 +4,13 @@ import vectors
 from pubmote_wire.data import decode_data, verify_data
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.notify import (
+    INLINE_MSG,
     decode_notify_params,
     encode_ack_data,
     encode_msg_data,
     encode_msg_interest,
     encode_notify_interest,
+    inline_msg,
     msg_name,
     notify_name,
     notify_params_size,
@@ -46,6 +48,22 @@ def test_parse_notify_interest():
         assert bytes(topic) == TOPIC and bytes(pub) == PUB and bytes(nonce) == NONCE
         assert fwd is None and i.nonce == 0x01020304 and i.lifetime_ms == 4000
         assert i.sig_type == 0 and i.params_digest_ok and ii.verify_interest(i, w)
+
+
+def test_notify_with_inline_message():
+    msg = _enc(encode_msg_data, PUB, TOPIC, NONCE, b"hello")
+    w = _enc(encode_notify_interest, TOPIC, PUB, NONCE, interest_nonce=0x01020304, inline=msg)
+    plain = V["notify Interest"]
+    # the same notify with one more NotifyAppParam element: FC <len> <the message Data>
+    tail = bytes([INLINE_MSG, len(msg)]) + msg
+    assert tail in w and len(w) == len(plain) + len(tail)
+    topic, pub, nonce, fwd, i = parse_notify_interest(w)
+    assert bytes(topic) == TOPIC and bytes(pub) == PUB and bytes(nonce) == NONCE
+    assert fwd is None and bytes(inline_msg(i)) == msg
+    assert i.params_digest_ok and ii.verify_interest(i, w)
+    assert inline_msg(parse_notify_interest(plain)[4]) is None
+    assert raises(ValueError, lambda: _enc(encode_notify_interest, TOPIC, PUB, NONCE,
+                                            fwd_hint=TOPIC, inline=msg))
 
 
 def test_msg_interest_exact_and_parse():

@@ -1,0 +1,36 @@
+# Bench app (MicroPython, run as a simulated board's app): `lanes` publishers, each awaiting
+# its ack before the next publish, for `seconds` once the bridge is up; prints one RESULT.
+import asyncio
+from time import ticks_diff, ticks_ms, ticks_us
+
+from lat import Hist
+
+
+async def lane(node, topic, state, h, end_ms):
+    while ticks_diff(end_ms, ticks_ms()) > 0:
+        seq = state[0]
+        state[0] = seq + 1
+        t0 = ticks_us()
+        if await node.publish(topic, b"%d %d" % (seq, t0)):
+            h.add(t0)
+            state[1] += 1
+        else:
+            state[2] += 1
+
+
+async def main(node):
+    cfg = node.config
+    asyncio.create_task(node.run())
+    while not node.connected:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(cfg.get("warmup_s", 1))
+    lanes = cfg.get("lanes", 1)
+    h = Hist()
+    state = [0, 0, 0]
+    t_start = ticks_ms()
+    end_ms = t_start + int(cfg.get("seconds", 5) * 1000)
+    topic = "/bench/%s/data" % node.name
+    await asyncio.gather(*[lane(node, topic, state, h, end_ms) for _ in range(lanes)])
+    h.report("pubmote-%d" % lanes, state[1], state[2], ticks_diff(ticks_ms(), t_start) / 1000)
+    while True:
+        await asyncio.sleep(1)

@@ -1,0 +1,186 @@
+"""Board-link benchmark: acked publishes per second from one MicroPython board, pubmote
+against MQTT, in the same run on the same machine.
+
+- umqtt.simple (micropython-lib, QoS 1) on the MicroPython unix port -> mosquitto on
+  loopback: each publish waits for its PUBACK.
+- pubmote: the same unix port running the firmware as a simulated board (pty, the bridge's
+  serial face) -> bridge -> a pynng SUB; `lanes` publishes in flight, each awaiting its ack.
+
+Rates and latencies (publish call -> ack, p50/p99) are measured on the board. Every message
+the pubmote board saw acked must reach the SUB: the `lost` column counts those that did not.
+umqtt.simple comes from micropython-lib inside the MicroPython source tarball that the
+firmware build uses (../shared/rp2040); mosquitto is the Debian package (make setup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pynng
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+TARBALL = ROOT.parent / "shared" / "rp2040" / "micropython-1.27.0-rp2-src.tar.xz"
+UMQTT_IN_TARBALL = ("micropython-1.27.0-rp2/micropython/lib/micropython-lib/micropython/"
+                    "umqtt.simple/umqtt/simple.py")
+PEERS = ROOT / "build" / "peers" / "umqtt"
+RESULT = re.compile(r"^RESULT (\S+) acked=(\d+) failed=(\d+) seconds=([\d.]+) "
+                    r"p50_ms=([-\d.]+) p99_ms=([-\d.]+)", re.M)
+
+sys.path.insert(0, str(ROOT / "tests" / "host"))
+from e2e import free_port  # noqa: E402 - the tests' port reservation
+
+
+def umqtt_dir() -> Path:
+    """A folder holding umqtt/simple.py, taken once from the MicroPython source tarball."""
+    dest = PEERS / "umqtt" / "simple.py"
+    if not dest.exists():
+        if not TARBALL.exists():
+            sys.exit("umqtt.simple: %s not found (the MicroPython source tarball)" % TARBALL)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(TARBALL) as tar:
+            src = tar.extractfile(UMQTT_IN_TARBALL)
+            assert src is not None
+            dest.write_bytes(src.read())
+    return PEERS
+
+
+def micropython() -> str:
+    return str(Path(sys.executable).parent / "micropython")
+
+
+def wait_port(port: int, timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("nothing listening on port %d after %.0f s" % (port, timeout_s))
+
+
+def parse(text: str) -> dict[str, Any]:
+    m = RESULT.search(text)
+    if m is None:
+        raise RuntimeError("no RESULT line in:\n" + text[-2000:])
+    acked, seconds = int(m.group(2)), float(m.group(4))
+    return {"label": m.group(1), "acked": acked, "failed": int(m.group(3)),
+            "rate": acked / seconds, "p50": float(m.group(5)), "p99": float(m.group(6))}
+
+
+def bench_mqtt(seconds: float) -> dict[str, Any]:
+    mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    if not Path(mosquitto).exists():
+        sys.exit("mosquitto not installed: run `make setup` (Debian package mosquitto)")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="pubmote-mqtt-") as tmp:
+        conf = Path(tmp) / "mosquitto.conf"
+        conf.write_text("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                        "log_dest none\n" % port)
+        broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            wait_port(port)
+            env = {"MICROPYPATH": "%s:%s" % (HERE, umqtt_dir()), "PATH": "/usr/bin:/bin"}
+            p = subprocess.run([micropython(), "-X", "heapsize=256k", str(HERE / "mqtt_pub.py"),
+                                "127.0.0.1", str(port), str(seconds)],
+                               capture_output=True, text=True, env=env, timeout=seconds + 60)
+            return parse(p.stdout + p.stderr)
+        finally:
+            broker.terminate()
+            broker.wait(10)
+
+
+def bench_pubmote(seconds: float, lanes: int) -> dict[str, Any]:
+    url = "tcp://127.0.0.1:%d" % free_port()
+    exe = str(Path(sys.executable).parent / "pubmote")
+    with tempfile.TemporaryDirectory(prefix="pubmote-link-") as tmp:
+        sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
+        sub.subscribe(b"/bench/")
+        sub.dial(url, block=False)
+        app_cfg = json.dumps({"lanes": lanes, "seconds": seconds, "warmup_s": 1})
+        bridge = subprocess.Popen(
+            [exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
+             "--sim-app", "pubmote_pub", "--sim-app-dir", str(HERE), "--sp-pub", url,
+             "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        got = 0
+        log = Path(tmp) / "sim1.log"
+        try:
+            deadline = time.monotonic() + seconds + 60
+            while time.monotonic() < deadline:
+                try:
+                    sub.recv()
+                    got += 1
+                except pynng.Timeout:
+                    pass
+                if log.exists() and "RESULT" in log.read_text(errors="replace"):
+                    break
+            # what the board saw acked before it printed its result is on its way: drain
+            while True:
+                try:
+                    sub.recv()
+                    got += 1
+                except pynng.Timeout:
+                    break
+            r = parse(log.read_text(errors="replace"))
+        finally:
+            sub.close()
+            bridge.send_signal(2)
+            try:
+                bridge.wait(15)
+            except subprocess.TimeoutExpired:
+                bridge.kill()
+                bridge.wait()
+    # the SUB counts the warm-up's messages too; every acked one must be among them
+    r["lost"] = max(0, r["acked"] - got)
+    return r
+
+
+def board_steps() -> list[tuple[str, float]]:
+    """The board's codec and framing steps per message, on the unix port (steps.py)."""
+    env = {"MICROPYPATH": str(ROOT / "shared"), "PATH": "/usr/bin:/bin"}
+    p = subprocess.run([micropython(), "-X", "heapsize=256k", str(HERE / "steps.py")],
+                       capture_output=True, text=True, env=env, timeout=120)
+    return [(k, float(v)) for k, v in re.findall(r"^STEP (\S+) ([\d.]+)$", p.stdout, re.M)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=5.0, help="per row (default 5)")
+    args = ap.parse_args()
+    rows = [("micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)",
+             bench_mqtt(args.seconds))]
+    for lanes in (1, 4):
+        rows.append(("pubmote, %d in flight -> bridge -> pynng SUB" % lanes,
+                     bench_pubmote(args.seconds, lanes)))
+    base = rows[0][1]["rate"]
+    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row)"
+          % args.seconds)
+    print("  %-62s %10s %8s %8s %7s %8s" % ("set-up", "acked/s", "p50 ms", "p99 ms", "lost",
+                                           "vs MQTT"))
+    for label, r in rows:
+        print("  %-62s %10.0f %8.2f %8.2f %7s %7.2fx" % (
+            label, r["rate"], r["p50"], r["p99"], r.get("lost", "-"), r["rate"] / base))
+    steps = board_steps()
+    print("  where one message's time goes on the board (codec and framing, unix port):")
+    print("    " + ", ".join("%s %.0f us" % kv for kv in steps)
+          + "; total %.0f us of %.0f us per message at 1 in flight"
+          % (sum(v for _, v in steps), 1e6 / rows[1][1]["rate"]))
+    lost = sum(r.get("lost", 0) for _, r in rows)
+    return 1 if lost else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

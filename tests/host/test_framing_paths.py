@@ -1,0 +1,79 @@
+"""The frame decoder's two paths agree: CPython decodes whole COBS blocks with bytes
+operations, a board byte by byte; fed the same bytes in any chunking (good frames,
+corrupted ones, oversize ones, garbage), both give the same payloads and the same counts."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pubmote_wire import framing
+
+
+def _run(dec: framing.FrameDecoder, chunks: list[bytes]) -> tuple[list[bytes], dict[str, int]]:
+    out: list[bytes] = []
+    for c in chunks:
+        out += dec.feed(c)
+    return out, dec.stats()
+
+
+def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(stream) + 1) for c in cuts})
+    out, prev = [], 0
+    for p in points + [len(stream)]:
+        out.append(stream[prev:p])
+        prev = p
+    return out
+
+
+PIECE = st.one_of(
+    st.binary(max_size=300).map(framing.encode),  # good frames, some over max_frame
+    st.binary(max_size=300).map(lambda b: framing.encode(b)[:-1][: len(b) // 2 + 2]),  # cut
+    st.binary(max_size=60),  # garbage, zeros included
+    st.tuples(st.binary(min_size=1, max_size=100), st.integers(0, 400), st.integers(1, 255))
+      .map(lambda t: _flip(framing.encode(t[0]), t[1], t[2])),  # a corrupted byte
+)
+
+
+def _flip(frame: bytes, at: int, x: int) -> bytes:
+    b = bytearray(frame)
+    i = 1 + at % max(1, len(b) - 2)
+    b[i] ^= x
+    return bytes(b)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECE, max_size=10), st.lists(st.integers(0, 10_000), max_size=8),
+       st.sampled_from([16, 64, 200, 1024]))
+def test_blockwise_and_bytewise_decoders_agree(pieces: list[bytes], cuts: list[int],
+                                               max_frame: int) -> None:
+    chunks = _chunked(b"".join(pieces), cuts)
+    fast = framing.FrameDecoder(max_frame)
+    slow = framing.FrameDecoder(max_frame, bytewise=True)
+    assert fast._blockwise and not slow._blockwise  # CPython: the two paths really differ
+    assert _run(fast, chunks) == _run(slow, chunks)
+
+
+def test_an_endless_frame_stays_bounded() -> None:
+    fast = framing.FrameDecoder(64)
+    for _ in range(1000):
+        fast.feed(b"\x05abcd" * 100)  # never a delimiter
+    assert len(fast._pend) <= fast._raw_cap
+    assert fast.feed(b"\x00" + framing.encode(b"ok")) == [b"ok"]
+    slow = framing.FrameDecoder(64, bytewise=True)
+    for _ in range(1000):
+        slow.feed(b"\x05abcd" * 100)
+    slow.feed(b"\x00" + framing.encode(b"ok"))
+    assert fast.stats() == slow.stats()
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.binary(max_size=1024),
+                 st.lists(st.sampled_from([b"\x00", b"\x01", b"x" * 253, b"y" * 254,
+                                           b"z" * 255]), max_size=8).map(b"".join)))
+def test_blockwise_and_bytewise_encoders_agree(payload: bytes) -> None:
+    a, b = bytearray(2100), bytearray(2100)
+    n = framing.encode_frame(a, 3, payload)
+    m = framing.encode_frame(b, 3, payload, bytewise=True)
+    assert a[: 3 + n] == b[: 3 + m]
+    assert framing.FrameDecoder(2048).feed(bytes(a[3 : 3 + n])) == [payload]
