@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+PIPELINE_TIMEOUT_S = 600
 _SHARED_MODULE_FIXTURES = ("tests/interop/libp2p/", "tests/hil/")
 
 
@@ -16,5 +17,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.nodeid.split("::", 1)[0]
         if path.startswith("tests/pipeline/"):
             item.add_marker(pytest.mark.xdist_group("spark"))
+            # the first Spark test of a run also starts the shared JVM: on 2 cores kept busy
+            # by other workers (and a CPU hog in make test-stress) that alone can take
+            # minutes; the timeout is a hang guard, not a speed check
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(PIPELINE_TIMEOUT_S))
         elif path.startswith(_SHARED_MODULE_FIXTURES):
             item.add_marker(pytest.mark.xdist_group(path))

@@ -95,12 +95,13 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
     assert "sp:127.0.0.1:40001" in text  # the health table names the subscribers too
 
 
+@pytest.mark.timeout(600)  # a JVM of its own, on 2 cores that other tests keep busy
 def test_cli_batch_and_report(tmp_path: Path) -> None:
     write_journal(tmp_path / "j", records(300, seed=2))
     p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--out", str(tmp_path / "t"),
                         "--report", str(tmp_path / "r"), "--master", "local[1]",
                         "--conf", "spark.sql.shuffle.partitions=1"],
-                       capture_output=True, text=True, timeout=180)
+                       capture_output=True, text=True, timeout=580)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "wrote windows:" in p.stderr and (tmp_path / "r" / "index.html").exists()
     assert list((tmp_path / "t" / "windows").glob("*.parquet"))
