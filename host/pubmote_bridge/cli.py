@@ -312,6 +312,21 @@ async def _simdev(args: argparse.Namespace) -> None:
         dev.stop()
 
 
+def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    """A flag's JSON object, or None when not given; a ValueError naming the flag."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError("%s %s: not JSON (%s); e.g. '{\"period_ms\": 200}'"
+                         % (flag, text, e.msg)) from None
+    if not isinstance(value, dict):
+        raise ValueError("%s %s: expected a JSON object, e.g. '{\"period_ms\": 200}'"
+                         % (flag, text))
+    return value
+
+
 def _bridge(args: argparse.Namespace) -> int:
     from .bridge import load_config
 
@@ -319,7 +334,7 @@ def _bridge(args: argparse.Namespace) -> int:
         "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
         "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
         "sim_app_dir": args.sim_app_dir,
-        "sim_app_config": json.loads(args.sim_app_config) if args.sim_app_config else None,
+        "sim_app_config": args.sim_app_config,
         "serial": args.serial, "udp": args.udp,
         "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
         "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
@@ -329,9 +344,17 @@ def _bridge(args: argparse.Namespace) -> int:
         "gateway": args.gateway, "name": args.name, "mesh_listen": args.mesh_listen,
         "mesh_peer": args.mesh_peer, "realm": args.realm, "realm_member": args.realm_member,
         "mesh_key_file": args.mesh_key_file, "mesh_topics": args.mesh_topics}
+    from .config_check import check
+
     try:
+        overrides["sim_app_config"] = _json_object(args.sim_app_config, "--sim-app-config")
         cfg = load_config(args.config, overrides)
-    except (OSError, ValueError) as e:
+        check(cfg)
+    except OSError as e:
+        print("pubmote bridge: %s: %s" % (getattr(e, "filename", None) or "config",
+                                           e.strerror or e), file=sys.stderr)
+        return 2
+    except ValueError as e:  # ConfigError, TOML syntax (tomllib's is a ValueError)
         print("pubmote bridge: %s" % e, file=sys.stderr)
         return 2
     if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"] or cfg["ndn_face"]

@@ -1,0 +1,141 @@
+"""Check a bridge configuration (flags and TOML merged) before anything starts, so every
+mistake a user can make in it is one line naming the flag or key, what is wrong, and what
+to write instead: wrong types, ports out of range, malformed addresses and URLs, serial
+ports that are not serial ports, board keys that are not hex."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration mistake; str() is the one line to show the user."""
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _where(key: str) -> str:
+    return "%s (TOML key %s)" % (_flag(key), key)
+
+
+# key -> (expected type(s), what to write): lists of strings are checked item by item
+_LISTS = ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed",
+          "mesh_listen", "mesh_peer", "realm_member", "mesh_topics", "retained",
+          "dht_bootstrap")
+_INTS = ("sim_boards", "sim_period_ms", "journal_max_bytes", "timeout_ms", "board_queue_len",
+         "sp_buffer_bytes", "dht_port")
+_FLOATS = ("journal_max_age_s", "dht_timeout_s")
+_STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
+         "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",
+         "dht_host")
+
+
+def check(cfg: dict[str, Any]) -> None:
+    """Raise ConfigError for the first mistake in cfg (a load_config result)."""
+    for key in _LISTS:
+        v = cfg.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise ConfigError("%s: expected text or a list of texts, got %r" % (_where(key), v))
+    for key in _INTS:
+        v = cfg.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ConfigError("%s: expected a whole number, got %r" % (_where(key), v))
+    for key in _FLOATS:
+        v = cfg.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            raise ConfigError("%s: expected a number of seconds, got %r" % (_where(key), v))
+    for key in _STRS:
+        v = cfg.get(key)
+        if v is not None and not isinstance(v, str):
+            raise ConfigError("%s: expected text, got %r" % (_where(key), v))
+    if not isinstance(cfg.get("sim_app_config", {}), dict):
+        raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
+                          % (_where("sim_app_config"), cfg["sim_app_config"]))
+    if not 0 <= cfg.get("sim_boards", 0) <= 64:
+        raise ConfigError("%s: 0 to 64 simulated boards, not %d"
+                          % (_where("sim_boards"), cfg["sim_boards"]))
+    for key in ("udp", "tcp"):
+        for spec in cfg[key]:
+            host_port(spec, _flag(key))
+    for key in ("sp_pub", "sp_sub", "ndn_face"):
+        for url in cfg[key]:
+            _url(url, _flag(key))
+    for spec in cfg["serial"]:
+        serial_port(spec)
+    if cfg.get("keys"):
+        _keys(cfg["keys"])
+
+
+def host_port(spec: str, flag: str, shown: str | None = None) -> tuple[str, int]:
+    """`HOST:PORT` with a port 0..65535 ([v6]:PORT too)."""
+    host, sep, port = spec.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError("%s %s: expected HOST:PORT, e.g. 0.0.0.0:5700"
+                          % (flag, shown or spec))
+    if int(port) > 65535:
+        raise ConfigError("%s %s: port %s is above 65535" % (flag, shown or spec, port))
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _url(url: str, flag: str) -> None:
+    for scheme in ("ipc://", "unix://"):
+        if url.startswith(scheme):
+            if not url[len(scheme):]:
+                raise ConfigError("%s %s: expected %s/PATH" % (flag, url, scheme))
+            return
+    if not url.startswith("tcp://"):
+        raise ConfigError("%s %s: expected tcp://HOST:PORT or ipc:///PATH" % (flag, url))
+    host_port(url[len("tcp://"):], flag, url)
+
+
+def serial_port(spec: str) -> tuple[str, int]:
+    """`PORT[:BAUD]`: the port, if it exists, must be a character device (a serial line);
+    one that does not exist yet is waited for (a board not plugged in)."""
+    port, baud = spec, 115200
+    if not os.path.exists(spec):
+        head, sep, tail = spec.rpartition(":")
+        if sep and tail.isdigit():
+            port, baud = head, int(tail)
+        elif sep and head and os.path.exists(head):
+            raise ConfigError("--serial %s: baud rate %r is not a number (PORT[:BAUD], "
+                              "e.g. %s:115200)" % (spec, tail, head))
+    if os.path.exists(port):
+        mode = os.stat(port).st_mode
+        if not stat.S_ISCHR(mode):
+            raise ConfigError("--serial %s: not a serial port (a %s); boards appear as "
+                              "/dev/ttyUSB*, /dev/ttyACM* or a simulated board's tty"
+                              % (port, "directory" if stat.S_ISDIR(mode) else "regular file"))
+        if os.path.realpath(port) in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+                                      "/dev/urandom"):
+            raise ConfigError("--serial %s: not a serial port" % port)
+    if not 50 <= baud <= 4_000_000:
+        raise ConfigError("--serial %s: baud rate %d out of range (e.g. 115200)" % (spec, baud))
+    return port, baud
+
+
+def _keys(path: str) -> None:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ConfigError("--keys %s: %s" % (path, e.strerror or e)) from None
+    except ValueError as e:
+        raise ConfigError("--keys %s: not JSON (%s)" % (path, e)) from None
+    boards = data.get("boards") if isinstance(data, dict) else None
+    if not isinstance(boards, dict):
+        raise ConfigError("--keys %s: expected {\"boards\": {NAME: HEX_KEY}}, as `pubmote "
+                          "deploy --key-file` writes" % path)
+    for board, key in boards.items():
+        try:
+            raw = bytes.fromhex(key) if isinstance(key, str) else b""
+        except ValueError:
+            raw = b""
+        if not raw:
+            raise ConfigError("--keys %s: board %s: the key is not hex (a key file from "
+                              "`pubmote deploy --key-file` holds 64 hex digits per board)"
+                              % (path, board))
