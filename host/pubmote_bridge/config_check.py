@@ -15,11 +15,19 @@ class ConfigError(ValueError):
     """A configuration mistake; str() is the one line to show the user."""
 
 
+# config keys whose flag is not --KEY-WITH-DASHES, and keys that only the TOML file sets
+_FLAG_NAMES = {"journal_max_age_s": "--journal-max-age", "mesh_topics": "--mesh-topic"}
+_TOML_ONLY = ("timeout_ms", "board_queue_len", "sp_buffer_bytes", "retained", "dht_key_file",
+              "dht_pubkey", "dht_host", "dht_port", "dht_bootstrap", "dht_timeout_s")
+
+
 def _flag(key: str) -> str:
-    return "--" + key.replace("_", "-")
+    return _FLAG_NAMES.get(key) or "--" + key.replace("_", "-")
 
 
 def _where(key: str) -> str:
+    if key in _TOML_ONLY:
+        return "TOML key %s" % key
     return "%s (TOML key %s)" % (_flag(key), key)
 
 
@@ -69,16 +77,47 @@ def check(cfg: dict[str, Any]) -> None:
         serial_port(spec)
     if cfg.get("keys"):
         _keys(cfg["keys"])
+    if cfg.get("dht_port") is not None and not 0 <= cfg["dht_port"] <= 65535:
+        raise ConfigError("%s: port %d is not 0..65535" % (_where("dht_port"), cfg["dht_port"]))
+    for addr in cfg.get("mesh_listen", []):
+        _multiaddr(addr, "--mesh-listen", peer=False)
+    for addr in cfg.get("mesh_peer", []):
+        _multiaddr(addr, "--mesh-peer", peer=True)
+
+
+def _multiaddr(text: str, flag: str, peer: bool) -> None:
+    from .mesh.identity import PeerId
+    from .mesh.multiaddr import Multiaddr
+
+    example = ("/ip4/HOST/tcp/PORT/p2p/PEERID (the peer's `pubmote mesh id`)" if peer
+               else "/ip4/0.0.0.0/tcp/4001")
+    try:
+        ma = Multiaddr(text)
+    except ValueError as e:
+        raise ConfigError("%s %s: not a multiaddr (%s); expected %s" % (flag, text, e, example)) \
+            from None
+    if not peer:
+        return
+    pid = ma.peer_id_text()
+    if not pid:
+        raise ConfigError("%s %s: no /p2p/PEERID at the end; expected %s" % (flag, text, example))
+    try:
+        PeerId.from_base58(pid)
+    except ValueError as e:
+        raise ConfigError("%s %s: %s is not a PeerId (%s); expected %s"
+                          % (flag, text, pid, str(e).replace("not a PeerId: ", ""), example)) \
+            from None
 
 
 def host_port(spec: str, flag: str, shown: str | None = None) -> tuple[str, int]:
     """`HOST:PORT` with a port 0..65535 ([v6]:PORT too)."""
     host, sep, port = spec.rpartition(":")
     if not sep or not port.isdigit():
-        raise ConfigError("%s %s: expected HOST:PORT, e.g. 0.0.0.0:5700"
+        raise ConfigError("%s %s: expected HOST:PORT with a numeric port, e.g. 127.0.0.1:5700"
                           % (flag, shown or spec))
     if int(port) > 65535:
-        raise ConfigError("%s %s: port %s is above 65535" % (flag, shown or spec, port))
+        raise ConfigError("%s %s: port %s is above 65535; use a port from 1 to 65535"
+                          % (flag, shown or spec, port))
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
@@ -89,7 +128,8 @@ def _url(url: str, flag: str) -> None:
                 raise ConfigError("%s %s: expected %s/PATH" % (flag, url, scheme))
             return
     if not url.startswith("tcp://"):
-        raise ConfigError("%s %s: expected tcp://HOST:PORT or ipc:///PATH" % (flag, url))
+        raise ConfigError("%s %s: expected tcp://HOST:PORT or ipc:///PATH%s" % (
+            flag, url, " (or none to bind nothing)" if flag.startswith("--sp") else ""))
     host_port(url[len("tcp://"):], flag, url)
 
 
@@ -101,7 +141,9 @@ def serial_port(spec: str) -> tuple[str, int]:
         head, sep, tail = spec.rpartition(":")
         if sep and tail.isdigit():
             port, baud = head, int(tail)
-        elif sep and head and os.path.exists(head):
+        elif sep and head and (os.path.exists(head) or tail.isalnum()):
+            # /dev/ttyUSB0:abc; device names with colons (/dev/serial/by-path/...-0:1.0)
+            # end in something other than letters and digits only
             raise ConfigError("--serial %s: baud rate %r is not a number (PORT[:BAUD], "
                               "e.g. %s:115200)" % (spec, tail, head))
     if os.path.exists(port):
@@ -112,7 +154,9 @@ def serial_port(spec: str) -> tuple[str, int]:
                               % (port, "directory" if stat.S_ISDIR(mode) else "regular file"))
         if os.path.realpath(port) in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random",
                                       "/dev/urandom"):
-            raise ConfigError("--serial %s: not a serial port" % port)
+            raise ConfigError("--serial %s: not a serial port (%s is a special file); boards "
+                              "appear as /dev/ttyUSB*, /dev/ttyACM* or a simulated board's tty"
+                              % (port, port))
     if not 50 <= baud <= 4_000_000:
         raise ConfigError("--serial %s: baud rate %d out of range (e.g. 115200)" % (spec, baud))
     return port, baud
