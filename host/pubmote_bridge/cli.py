@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="show the live terminal view (default when stdout is a terminal)")
     view.add_argument("--no-view", dest="view", action="store_false",
                       help="log lines instead of the live view")
+    b.add_argument("--status-every", type=float, metavar="S",
+                   help="with --no-view: log a status line (boards, messages, SP clients, "
+                        "errors) every S seconds (default 60; 10 with -v)")
     b.add_argument("-v", "--verbose", action="count", default=0,
                    help="with --no-view: -v a status line every 10 s instead of 60 s; -vv "
                         "also every message and every bad packet")
@@ -397,7 +400,13 @@ def _bridge(args: argparse.Namespace) -> int:
     view = sys.stdout.isatty() if args.view is None else args.view
     level = logging.WARNING if view else (logging.DEBUG if args.verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return _run_until_interrupted(_run_bridge(cfg, view, 10.0 if args.verbose else 60.0))
+    every = args.status_every if args.status_every is not None else (
+        10.0 if args.verbose else 60.0)
+    if every <= 0:
+        print("pubmote bridge: --status-every %g: give a number of seconds above 0"
+              % args.status_every, file=sys.stderr)
+        return 2
+    return _run_until_interrupted(_run_bridge(cfg, view, every))
 
 
 async def _status_lines(bridge: Any, every_s: float) -> None:

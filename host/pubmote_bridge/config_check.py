@@ -105,7 +105,7 @@ def _multiaddr(text: str, flag: str, peer: bool) -> None:
         PeerId.from_base58(pid)
     except ValueError as e:
         raise ConfigError("%s %s: %s is not a PeerId (%s); expected %s"
-                          % (flag, text, pid, str(e).replace("not a PeerId: ", ""), example)) \
+                          % (flag, text, pid, _why(e), example)) \
             from None
 
 
@@ -183,3 +183,8 @@ def _keys(path: str) -> None:
             raise ConfigError("--keys %s: board %s: the key is not hex (a key file from "
                               "`pubmote deploy --key-file` holds 64 hex digits per board)"
                               % (path, board))
+
+
+def _why(e: ValueError) -> str:
+    """A PeerId parse error without its own 'not a PeerId' (the line says that already)."""
+    return str(e).replace("not a PeerId: ", "").replace("not a PeerId ", "")

@@ -294,11 +294,12 @@ def test_bridge_cli_mesh_errors(tmp_path: Path) -> None:
 
     def bridge(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "pubmote_bridge.cli", "bridge",
-                               "--no-view", "--mesh-key-file", str(tmp_path / "k"), *args],
+                               "--no-view", "--sp-pub", "none", "--sp-sub", "none",
+                               "--mesh-key-file", str(tmp_path / "k"), *args],
                               capture_output=True, text=True, timeout=30)
 
     p = bridge("--mesh-peer", "/ip4/127.0.0.1/tcp/1")
-    assert p.returncode == 1 and "/p2p/PEERID" in p.stderr
+    assert p.returncode == 2 and "/p2p/PEERID" in p.stderr
     p = bridge("--mesh-listen", "/ip4/127.0.0.1/tcp/0", "--realm", "a/b")
     assert p.returncode == 1 and "realm" in p.stderr
     p = bridge("--mesh-listen", "/ip4/127.0.0.1/tcp/0", "--realm-member", "nonsense")
