@@ -55,7 +55,10 @@ def register(sub: Any) -> None:
 
     k = acts.add_parser("keygen", help="create an ed25519 key file",
                         description="Write a fresh ed25519 seed (hex, mode 0600) to FILE and "
-                                    "print its public key.")
+                                    "print its public key.",
+                        epilog="example:\n  pubmote dht keygen --key-file gw.key    prints the "
+                               "public key that get/subscribe take as --pubkey",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     k.add_argument("--key-file", required=True, metavar="FILE")
     k.set_defaults(run=_keygen)
 
@@ -108,7 +111,13 @@ def register(sub: Any) -> None:
 
     n = acts.add_parser("node", help="run a DHT node until interrupted",
                         description="Run a DHT node (BEP 5 + BEP 44) that others can "
-                                    "bootstrap from; prints its address.")
+                                    "bootstrap from; prints its address.",
+                        epilog="examples:\n"
+                               "  pubmote dht node --port 6881                  others use "
+                               "--bootstrap THIS_HOST:6881\n"
+                               "  pubmote dht node --bind 127.0.0.1 --port 6881 "
+                               "--bootstrap 127.0.0.1:6882",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     common(n)
     n.set_defaults(run=_node)
 
