@@ -26,6 +26,7 @@ from .trace import Tracer
 log = logging.getLogger("pubmote.bridge")
 
 DEFAULT_BAUD = 115200
+SIM_PORT_QUIET_S = 15.0  # a simulated board's pty comes up after the bridge: not an error
 
 DEFAULTS: dict[str, Any] = {
     "gateway": "gw",
@@ -159,8 +160,8 @@ class Bridge:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _add_serial(self, port: str, baud: int) -> SerialFace:
-        face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state)
+    def _add_serial(self, port: str, baud: int, quiet_s: float = 0.0) -> SerialFace:
+        face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state, quiet_s)
         self.faces.append(face)
         self._tasks.append(asyncio.create_task(face.run()))
         return face
@@ -223,7 +224,7 @@ class Bridge:
             self.fleet.start()
             for b in self.fleet.boards:
                 if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
-                    self._add_serial(b.port, DEFAULT_BAUD)
+                    self._add_serial(b.port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
         if cfg["retained"]:
             from .dht.retained import from_config
 

@@ -120,7 +120,7 @@ class SerialFace(BoardFace):
     kind = "serial"
 
     def __init__(self, port: str, baud: int, on_packet: PacketHandler,
-                 on_state: FaceHandler) -> None:
+                 on_state: FaceHandler, quiet_s: float = 0.0) -> None:
         # a simulated board's pty sits deep in a temporary directory: show its name only
         shown = port if port.startswith("/dev/") else os.path.basename(port)
         super().__init__("serial:%s" % shown, on_packet, on_state)
@@ -131,6 +131,9 @@ class SerialFace(BoardFace):
         self._out = bytearray()
         self._lost: asyncio.Event | None = None
         self.last_error = ""
+        # a simulated board's pty appears a moment after the bridge starts: say nothing of
+        # a port that does not open for this long (a real port is reported at once)
+        self.quiet_s = quiet_s
 
     def _open(self) -> None:
         self._ser = serial.Serial(self.port, self.baud, timeout=0, write_timeout=0,
@@ -142,18 +145,22 @@ class SerialFace(BoardFace):
         loop = asyncio.get_running_loop()
         backoff = 0.1
         told = 0.0  # when the user was last told that the port does not open
+        quiet_until = loop.time() + self.quiet_s
         while True:
             try:
                 self._open()
             except (serial.SerialException, OSError) as e:
                 now = loop.time()
                 error = open_error(self.port, e)
-                if error != self.last_error or now - told >= OPEN_ERROR_REPEAT_S:
+                if now < quiet_until:
+                    pass
+                elif error != self.last_error or now - told >= OPEN_ERROR_REPEAT_S:
                     # the first failure, a new reason, then every half minute: a wrong
                     # port is never silent, a board not plugged in yet does not flood the log
                     log.warning("serial %s: %s; retrying until it opens", self.port, error)
                     told = now
-                self.last_error = error
+                if now >= quiet_until:
+                    self.last_error = error
                 await asyncio.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 2.0)
                 continue
