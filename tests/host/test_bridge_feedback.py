@@ -132,3 +132,25 @@ def test_test_and_bench_bridges_never_take_the_default_sp_ports() -> None:
             if not ('"--sp-pub"' in window and '"--sp-sub"' in window):
                 offenders.append("%s:%d" % (f.relative_to(root), i + 1))
     assert not offenders, offenders
+
+
+def test_view_shows_why_a_port_is_down() -> None:
+    import asyncio
+
+    from rich.console import Console
+
+    from pubmote_bridge.bridge import Bridge, load_config
+    from pubmote_bridge.view import render
+
+    async def run() -> str:
+        async with Bridge(load_config(None, {"serial": ["/dev/ttyNOPE8"]})) as bridge:
+            deadline = time.monotonic() + 30
+            while not bridge.faces[0].last_error:
+                assert time.monotonic() < deadline, "the open error was never recorded"
+                await asyncio.sleep(0.02)
+            console = Console(record=True, width=200)
+            console.print(render(bridge))
+            return console.export_text()
+
+    text = asyncio.run(run())
+    assert "serial:/dev/ttyNOPE8" in text and "down (cannot open: no such port" in text, text
