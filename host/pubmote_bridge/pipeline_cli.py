@@ -87,9 +87,10 @@ def usage_error(args: argparse.Namespace) -> str | None:
         return "--report runs on the batch tables; run it without --follow"
     if "://" not in args.journal:  # a local folder (hdfs://, s3a:// are Spark's to check)
         if not os.path.exists(args.journal):
-            return ("journal folder %s does not exist (pubmote bridge --journal %s writes it)"
-                    % (args.journal, args.journal))
-        if not os.path.isdir(args.journal):
+            if not args.follow:  # --follow makes it and waits: the bridge may start later
+                return ("journal folder %s does not exist (pubmote bridge --journal %s "
+                        "writes it)" % (args.journal, args.journal))
+        elif not os.path.isdir(args.journal):
             return ("%s is a file, not a folder: give the folder the bridge's --journal "
                     "writes (its files are journal-*.jsonl)" % args.journal)
     if args.trigger_seconds <= 0:

@@ -183,3 +183,16 @@ def test_argparse_mistakes_are_one_line_too(tmp_path: Path) -> None:
     _one_line(_run(_bridge("--no-such-flag"), tmp_path), "--no-such-flag")
     _one_line(_run(_bridge("--status-every", "0", "--sim-boards", "1"), tmp_path, timeout=20),
               "--status-every 0")
+
+
+def test_pipeline_follow_may_start_before_the_bridge(tmp_path: Path) -> None:
+    # `make run PIPELINE=1` starts `pipeline --follow` before the bridge makes the folder
+    import argparse
+
+    from pubmote_bridge.pipeline_cli import usage_error
+
+    ns = argparse.Namespace(window="1 minute", watermark="10 seconds", follow=True,
+                            report=None, journal=str(tmp_path / "later"), trigger_seconds=5.0)
+    assert usage_error(ns) is None
+    ns.follow = False
+    assert "does not exist" in (usage_error(ns) or "")
