@@ -83,6 +83,27 @@ def check(cfg: dict[str, Any]) -> None:
         _multiaddr(addr, "--mesh-listen", peer=False)
     for addr in cfg.get("mesh_peer", []):
         _multiaddr(addr, "--mesh-peer", peer=True)
+    _mesh_names(cfg)
+
+
+def _mesh_names(cfg: dict[str, Any]) -> None:
+    """Names the mesh and directed addressing use: the gateway's, the realm's, its members,
+    the gossip topic roots (the same checks the mesh makes when it starts)."""
+    from .mesh.directed import check_name
+    from .mesh.realm import check_realm, check_roots, load_members
+
+    name_key = "name" if cfg.get("name") else "gateway"
+    steps: list[tuple[str, Any]] = [
+        (name_key, lambda: check_name(str(cfg.get("gateway") or "gw"), "gateway")),
+        ("realm", lambda: check_realm(str(cfg.get("realm") or "pubmote"))),
+        ("realm_member", lambda: load_members(cfg.get("realm_member", []))),
+        ("mesh_topics", lambda: check_roots(cfg.get("mesh_topics", []) or ["*"])),
+    ]
+    for key, step in steps:
+        try:
+            step()
+        except ValueError as e:
+            raise ConfigError("%s: %s" % (_where(key), e)) from None
 
 
 def _multiaddr(text: str, flag: str, peer: bool) -> None:

@@ -105,6 +105,12 @@ def test_mesh_peer_that_is_no_peer(tmp_path: Path) -> None:
     assert "not a PeerId (not a PeerId" not in err
     _one_line(_run(_bridge("--mesh-listen", "/ip4/127.0.0.1/tcpx/1"), tmp_path),
               "--mesh-listen", "not a multiaddr")
+    listen = ("--mesh-listen", "/ip4/127.0.0.1/tcp/0")
+    _one_line(_run(_bridge(*listen, "--realm", "a/b"), tmp_path), "--realm", "'a/b'")
+    _one_line(_run(_bridge(*listen, "--realm-member", "nonsense"), tmp_path),
+              "--realm-member", "neither a PeerId nor a key file")
+    _one_line(_run(_bridge(*listen, "--mesh-topic", "a/b"), tmp_path), "--mesh-topic")
+    _one_line(_run(_bridge(*listen, "--name", "*"), tmp_path), "--name", "addresses")
 
 
 def test_keys_file_with_a_key_that_is_not_hex(tmp_path: Path) -> None:
