@@ -113,7 +113,7 @@ def bench_pubmote(seconds: float, lanes: int) -> dict[str, Any]:
         bridge = subprocess.Popen(
             [exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
              "--sim-app", "pubmote_pub", "--sim-app-dir", str(HERE), "--sp-pub", url,
-             "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--sp-sub", "none", "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         got = 0
         log = Path(tmp) / "sim1.log"
         try:

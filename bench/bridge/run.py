@@ -41,7 +41,7 @@ def bench_bridge() -> dict[str, float]:
         bridge = subprocess.Popen(
             [exe, "bridge", "--no-view", "--sim-boards", str(BOARDS), "--sim-dir", tmp,
              "--sim-app", "bench_pub", "--sim-app-dir", str(ROOT / "bench" / "bridge"),
-             "--sp-pub", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--sp-pub", url, "--sp-sub", "none"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             sub.subscribe(b"/bench/")
             sub.dial(url, block=False)

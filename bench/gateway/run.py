@@ -152,7 +152,8 @@ def bench_pubmote(n: int, paced: float, seconds: float) -> list[dict[str, Any]]:
     tcp, sp = free_port(), free_port()
     url = "tcp://127.0.0.1:%d" % sp
     bridge = subprocess.Popen([str(Path(sys.executable).parent / "pubmote"), "bridge",
-                               "--no-view", "--tcp", "127.0.0.1:%d" % tcp, "--sp-pub", url],
+                               "--no-view", "--tcp", "127.0.0.1:%d" % tcp, "--sp-pub", url,
+                               "--sp-sub", "none"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
     sub.subscribe(b"/bench/")

@@ -59,7 +59,7 @@ def main() -> int:
         bridge = subprocess.Popen(
             [exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp, "--sim-app",
              "probe_app", "--sim-app-dir", str(ROOT / "tests" / "host" / "board_apps"),
-             "--ndn-face", "unix://%s" % sock],
+             "--ndn-face", "unix://%s" % sock, "--sp-pub", "none", "--sp-sub", "none"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         producer = None
         try:

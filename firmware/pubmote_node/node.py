@@ -124,12 +124,19 @@ class Node:
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     """
 
-    def __init__(self, config, link=None):
+    def __init__(self, config, link=None, wlan=None):
         self.name = config["name"]
         self.config = config
         self.prefix = name.from_uri(config.get("prefix", "/pubmote/node/" + self.name))
         self._link_cfg = config
         self._link = link
+        # WiFi (tcp/udp links with an ssid): joined before the link opens, rejoined when
+        # lost; wifi.py is imported only then, network.WLAN only on a board
+        self._wifi = None
+        if config.get("ssid") and config.get("link") in ("tcp", "udp"):
+            from . import wifi
+
+            self._wifi = wifi.from_config(config, wlan)
         self.max_soft = config.get("max_soft", 8)
         self.max_soft_bytes = config.get("max_soft_bytes", 4096)
         self.queue_len = config.get("queue_len", 16)
@@ -267,6 +274,8 @@ class Node:
         s["pending"] = len(self._pending)
         s["sub_dropped"] = sum(x.dropped for x in self._subs)
         s["frames_bad"] = self._dec.frames_bad_crc + self._dec.frames_bad_cobs + self._dec.frames_oversize
+        if self._wifi is not None:
+            s.update(self._wifi.stats())
         try:
             import gc
 
@@ -298,6 +307,8 @@ class Node:
 
                 link = links.from_config(self._link_cfg)
             try:
+                if self._wifi is not None:
+                    await self._wifi.ensure()  # no address, no link: join first
                 await link.open()
             except OSError:
                 await asyncio.sleep(backoff_ms / 1000)

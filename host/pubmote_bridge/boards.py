@@ -42,3 +42,31 @@ def board_config(profile: dict[str, Any], name: str, link: str | None = None,
     cfg.update(profile["links"][link])
     cfg.update(overrides)
     return cfg
+
+
+def check_config(profile: dict[str, Any], cfg: dict[str, Any]) -> None:
+    """ValueError (one line naming the key and the --set that fixes it) for a board config
+    the firmware could not run with: a WiFi link without the gateway's address, or on a
+    real board without the network to join."""
+    link = cfg["link"]
+    if link not in ("tcp", "udp"):
+        return
+    host = cfg.get("host")
+    if not isinstance(host, str) or not host or host in ("0.0.0.0", "::"):
+        raise ValueError("the %s link needs the bridge's address: --set host=GATEWAY_IP (the "
+                         "machine running `pubmote bridge --%s 0.0.0.0:%s`)"
+                         % (link, link, cfg.get("port", 6365)))
+    port = cfg.get("port")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port <= 65535:
+        raise ValueError("port %r: the bridge's --%s port, 1 to 65535: --set port=%d"
+                         % (port, link, 6365 if link == "tcp" else 6364))
+    if profile["name"] == "unix":
+        return  # the simulated board uses the host's network
+    ssid = cfg.get("ssid")
+    if not isinstance(ssid, str) or not 0 < len(ssid.encode()) <= 32:
+        raise ValueError("the %s link on %s joins WiFi: --set ssid=NETWORK (1 to 32 bytes) "
+                         "--set password=PASSWORD" % (link, profile["name"]))
+    pw = cfg.get("password")
+    if pw is not None and (not isinstance(pw, str) or not (pw == "" or 8 <= len(pw) <= 63)):
+        raise ValueError("password: a WPA2 password has 8 to 63 characters (leave it out for "
+                         "an open network): --set password=PASSWORD")

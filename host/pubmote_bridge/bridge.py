@@ -26,6 +26,7 @@ from .trace import Tracer
 log = logging.getLogger("pubmote.bridge")
 
 DEFAULT_BAUD = 115200
+SIM_PORT_QUIET_S = 15.0  # a simulated board's pty comes up after the bridge: not an error
 
 DEFAULTS: dict[str, Any] = {
     "gateway": "gw",
@@ -70,12 +71,23 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
-    """Defaults, then the TOML file (top-level keys or a [bridge] table), then flags."""
+# what `pubmote bridge` binds when neither flags nor the config name SP endpoints
+# (`--sp-pub none` binds none); load_config for a library user or a test binds nothing
+SP_DEFAULTS = {"sp_pub": "tcp://127.0.0.1:5560", "sp_sub": "tcp://127.0.0.1:5561"}
+
+
+def load_config(path: str | None, overrides: dict[str, Any],
+                sp_defaults: bool = False) -> dict[str, Any]:
+    """Defaults, then the TOML file (top-level keys or a [bridge] table), then flags.
+    With sp_defaults (the command line), SP_DEFAULTS where neither gives sp_pub/sp_sub."""
     cfg = dict(DEFAULTS)
+    data: dict[str, Any] = {}
     if path:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            try:
+                data = tomllib.load(f)
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError("--config %s: not valid TOML (%s)" % (path, e)) from None
         data = data.get("bridge", data)
         unknown = set(data) - set(DEFAULTS)
         if unknown:
@@ -86,10 +98,17 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> dict[str, Any]:
         if v is None or v == []:
             continue
         cfg[k] = v
+    if sp_defaults:
+        for k, url in SP_DEFAULTS.items():
+            if k not in data and not overrides.get(k):
+                cfg[k] = [url]
     for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed",
               "mesh_listen", "mesh_peer", "realm_member", "mesh_topics"):
         if isinstance(cfg[k], str):
             cfg[k] = [cfg[k]]
+    for k in ("sp_pub", "sp_sub"):
+        if isinstance(cfg[k], list):  # `none` turns an endpoint (or its default) off
+            cfg[k] = [u for u in cfg[k] if not (isinstance(u, str) and u.lower() == "none")]
     if cfg["name"]:
         cfg["gateway"] = cfg["name"]  # `name` (the mesh's word) and `gateway` are one thing
     return cfg
@@ -141,8 +160,8 @@ class Bridge:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _add_serial(self, port: str, baud: int) -> SerialFace:
-        face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state)
+    def _add_serial(self, port: str, baud: int, quiet_s: float = 0.0) -> SerialFace:
+        face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state, quiet_s)
         self.faces.append(face)
         self._tasks.append(asyncio.create_task(face.run()))
         return face
@@ -205,7 +224,7 @@ class Bridge:
             self.fleet.start()
             for b in self.fleet.boards:
                 if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
-                    self._add_serial(b.port, DEFAULT_BAUD)
+                    self._add_serial(b.port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
         if cfg["retained"]:
             from .dht.retained import from_config
 
@@ -234,6 +253,29 @@ class Bridge:
         for ndn in self.ndn:
             out.extend(ndn.faces.values())
         return out
+
+    def status(self) -> str:
+        """One line of counters: what --no-view logs now and then, and at exit."""
+        hub = self.hub
+        faces = self.all_faces()
+        boards = sorted(b.name for b in hub.boards.values() if b.face.up)
+        down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
+                for f in faces if not f.up]
+        c = hub.counters
+        parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
+        if down:
+            parts.append("down: %s" % "; ".join(down))
+        parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (
+            c["messages"], c["bad_packets"], c["fetch_failed"],
+            sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
+        for ep in self.sp:
+            if ep.proto == sp.PUB:
+                parts.append("SP PUB %s: %d clients, %d sent, %d dropped" % (
+                    ep.url, ep.clients(), ep.counters["sent"], ep.counters["dropped"]))
+            else:
+                parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
+                    ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
+        return "; ".join(parts)
 
     async def wait(self) -> None:
         """Run until cancelled."""

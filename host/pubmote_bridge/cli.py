@@ -11,7 +11,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
 
@@ -24,9 +24,14 @@ examples:
   pubmote bridge --sim-boards 1 --name gw2 --mesh-key-file gw2.key \\
       --mesh-listen /ip4/0.0.0.0/tcp/4002 --mesh-peer /ip4/127.0.0.1/tcp/4001/p2p/PEERID
 
-Subscribers: `nanocat --sub --connect tcp://127.0.0.1:5560 --subscribe /pubmote/ -A`
-receives every relayed message as `<topic URI>|<payload>`. Publishers connect a PUB
-socket to --sp-sub and send the same form; boards whose filters match receive it.
+SP endpoints: unless --sp-pub/--sp-sub (or the config) say otherwise, the bridge binds
+PUB on tcp://127.0.0.1:5560 and SUB on tcp://127.0.0.1:5561; `--sp-pub none --sp-sub none`
+binds neither. Subscribers: `pubmote sub tcp://127.0.0.1:5560 /pubmote/` (CBOR payloads
+decoded) or `nanocat --sub --connect tcp://127.0.0.1:5560 --subscribe /pubmote/ -A`
+receive every relayed message as `<topic URI>|<payload>`. Publishers connect a PUB
+socket to :5561 (--sp-sub) and send the same form; boards whose filters match receive it.
+With --no-view the bridge logs a status line every 60 s (10 s with -v; -vv adds every
+message and bad packet) and a summary at exit.
 Directed messages (seed 003): publish `/pubmote/to/ADDRESS|<topic>|<body>` where ADDRESS
 is GATEWAY/BOARD, GATEWAY, GATEWAY/*, * or */*; receivers get /pubmote/to/ADDRESS with a
 CBOR map {a, o, t, p, ts} (address, originator, topic, body, ms).
@@ -38,11 +43,19 @@ at top level or in a [bridge] table; flags given on the command line override it
 # Subcommands whose code lives in a module of their own: each module has
 # `register(sub)`, which adds its parser and sets `run` (args -> exit code) as a default.
 # Registering stays cheap; the heavy imports happen inside `run`.
-COMMAND_MODULES: tuple[str, ...] = ("pipeline_cli", "mesh_cli", "dht_cli")
+COMMAND_MODULES: tuple[str, ...] = ("pipeline_cli", "mesh_cli", "dht_cli", "sub_cli")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (what was wrong, where to read more) and
+    exit status 2; every subcommand's parser is one of these."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, message, self.prog))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pubmote",
         description="pubmote: publish/subscribe for microcontrollers (gateway side).",
     )
@@ -75,11 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--tcp", action="append", default=[], metavar="HOST:PORT",
                    help="listen for boards over TCP (WiFi boards; repeatable)")
     b.add_argument("--sp-pub", action="append", default=[], metavar="URL",
-                   help="bind an SP PUB endpoint (tcp://HOST:PORT or ipc:///PATH) where "
-                        "nanomsg/nng SUB sockets receive `<topic URI>|<payload>`")
+                   help="bind an SP PUB endpoint (tcp://HOST:PORT or ipc:///PATH; "
+                        "repeatable) where nanomsg/nng SUB sockets receive "
+                        "`<topic URI>|<payload>` (default tcp://127.0.0.1:5560; none: no "
+                        "PUB endpoint)")
     b.add_argument("--sp-sub", action="append", default=[], metavar="URL",
                    help="bind an SP SUB endpoint where nanomsg/nng PUB sockets publish "
-                        "`<topic URI>|<payload>` to the boards")
+                        "`<topic URI>|<payload>` to the boards (default "
+                        "tcp://127.0.0.1:5561; none: no SUB endpoint)")
     b.add_argument("--ndn-face", action="append", default=[], metavar="URL",
                    help="listen for NDN applications as NFD does (tcp://127.0.0.1:6363 or "
                         "unix:///PATH; repeatable); apps set NDN_CLIENT_TRANSPORT to it")
@@ -134,7 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="show the live terminal view (default when stdout is a terminal)")
     view.add_argument("--no-view", dest="view", action="store_false",
                       help="log lines instead of the live view")
-    b.add_argument("-v", "--verbose", action="count", default=0, help="more log output")
+    b.add_argument("--status-every", type=float, metavar="S",
+                   help="with --no-view: log a status line (boards, messages, SP clients, "
+                        "errors) every S seconds (default 60; 10 with -v)")
+    b.add_argument("-v", "--verbose", action="count", default=0,
+                   help="with --no-view: -v a status line every 10 s instead of 60 s; -vv "
+                        "also every message and every bad packet")
 
     s = sub.add_parser(
         "sim", help="run simulated boards on their own, for a bridge started separately",
@@ -174,7 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     dp.add_argument("--board", required=True, help="board type: esp32, rp2040, unix")
     dp.add_argument("--port", required=True, help="the board's REPL serial port")
     dp.add_argument("--name", default="board1", help="the board's name (default board1)")
-    dp.add_argument("--link", help="link to the bridge (default: the profile's)")
+    dp.add_argument("--link", choices=("uart", "stdio", "tcp", "udp", "pty"),
+                    help="link to the bridge: uart, stdio (USB), tcp or udp (WiFi: give "
+                         "--set host=GATEWAY --set ssid=NET --set password=PW), pty (the "
+                         "simulated board); default: the profile's")
     dp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="extra config entries (JSON values), e.g. --set period_ms=200")
     dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
@@ -222,6 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dissect":
         return _dissect(args)
     if args.command == "sim":
+        try:
+            _json_object(args.app_config, "--app-config")
+        except ValueError as e:
+            print("pubmote sim: %s" % e, file=sys.stderr)
+            return 2
         return _run_until_interrupted(_sim(args))
     if args.command == "bridge":
         return _bridge(args)
@@ -258,12 +287,15 @@ def _dissect(args: argparse.Namespace) -> int:
 
 
 def _flash(args: argparse.Namespace) -> int:
-    from .flash import FlashError, flash
+    from .flash import FlashError, FlashUsageError, flash
 
     try:
         flash(args.board, args.port, args.firmware, erase=args.erase, chip=args.chip,
               connect_attempts=args.connect_attempts)
-    except (FlashError, ValueError) as e:
+    except (FlashUsageError, ValueError) as e:  # ValueError: an unknown board
+        print("pubmote flash: %s" % e, file=sys.stderr)
+        return 2
+    except FlashError as e:
         print("pubmote flash: %s" % e, file=sys.stderr)
         return 1
     return 0
@@ -291,7 +323,10 @@ def _deploy(args: argparse.Namespace) -> int:
                         timeout_s=args.timeout)
         if not args.no_reset:
             reset(args.port, args.board)
-    except (DeployError, ValueError) as e:
+    except ValueError as e:  # the command was wrong: board, link, config
+        print("pubmote deploy: %s" % e, file=sys.stderr)
+        return 2
+    except DeployError as e:
         print("pubmote deploy: %s" % e, file=sys.stderr)
         return 1
     print("deployed %s: %d copied, %d unchanged%s" % (
@@ -312,6 +347,21 @@ async def _simdev(args: argparse.Namespace) -> None:
         dev.stop()
 
 
+def _json_object(text: str | None, flag: str) -> dict[str, Any] | None:
+    """A flag's JSON object, or None when not given; a ValueError naming the flag."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError("%s %s: not JSON (%s); e.g. '{\"period_ms\": 200}'"
+                         % (flag, text, e.msg)) from None
+    if not isinstance(value, dict):
+        raise ValueError("%s %s: expected a JSON object, e.g. '{\"period_ms\": 200}'"
+                         % (flag, text))
+    return value
+
+
 def _bridge(args: argparse.Namespace) -> int:
     from .bridge import load_config
 
@@ -319,7 +369,7 @@ def _bridge(args: argparse.Namespace) -> int:
         "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
         "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
         "sim_app_dir": args.sim_app_dir,
-        "sim_app_config": json.loads(args.sim_app_config) if args.sim_app_config else None,
+        "sim_app_config": args.sim_app_config,
         "serial": args.serial, "udp": args.udp,
         "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
         "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
@@ -329,9 +379,17 @@ def _bridge(args: argparse.Namespace) -> int:
         "gateway": args.gateway, "name": args.name, "mesh_listen": args.mesh_listen,
         "mesh_peer": args.mesh_peer, "realm": args.realm, "realm_member": args.realm_member,
         "mesh_key_file": args.mesh_key_file, "mesh_topics": args.mesh_topics}
+    from .config_check import check
+
     try:
-        cfg = load_config(args.config, overrides)
-    except (OSError, ValueError) as e:
+        overrides["sim_app_config"] = _json_object(args.sim_app_config, "--sim-app-config")
+        cfg = load_config(args.config, overrides, sp_defaults=True)
+        check(cfg)
+    except OSError as e:
+        print("pubmote bridge: %s: %s" % (getattr(e, "filename", None) or "config",
+                                           e.strerror or e), file=sys.stderr)
+        return 2
+    except ValueError as e:  # ConfigError, TOML syntax (tomllib's is a ValueError)
         print("pubmote bridge: %s" % e, file=sys.stderr)
         return 2
     if not (cfg["serial"] or cfg["udp"] or cfg["tcp"] or cfg["sim_boards"] or cfg["ndn_face"]
@@ -342,10 +400,23 @@ def _bridge(args: argparse.Namespace) -> int:
     view = sys.stdout.isatty() if args.view is None else args.view
     level = logging.WARNING if view else (logging.DEBUG if args.verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return _run_until_interrupted(_run_bridge(cfg, view))
+    every = args.status_every if args.status_every is not None else (
+        10.0 if args.verbose else 60.0)
+    if every <= 0:
+        print("pubmote bridge: --status-every %g: give a number of seconds above 0"
+              % args.status_every, file=sys.stderr)
+        return 2
+    return _run_until_interrupted(_run_bridge(cfg, view, every))
 
 
-async def _run_bridge(cfg: dict[str, Any], view: bool) -> None:
+async def _status_lines(bridge: Any, every_s: float) -> None:
+    log = logging.getLogger("pubmote.bridge")
+    while True:
+        await asyncio.sleep(every_s)
+        log.info("status: %s", bridge.status())
+
+
+async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 60.0) -> None:
     from .bridge import Bridge
 
     async with Bridge(cfg) as bridge:
@@ -364,15 +435,16 @@ async def _run_bridge(cfg: dict[str, Any], view: bool) -> None:
 
             await live_view(bridge)
         else:
-            await bridge.wait()
+            try:
+                await _status_lines(bridge, status_every_s)
+            finally:
+                log.info("summary: %s", bridge.status())
 
 
 async def _sim(args: argparse.Namespace) -> None:
     from .sim import SimFleet
 
-    extra = json.loads(args.app_config)
-    if not isinstance(extra, dict):
-        raise ValueError("--app-config must be a JSON object")
+    extra = _json_object(args.app_config, "--app-config") or {}
     fleet = SimFleet(args.boards, Path(args.dir), period_ms=args.period_ms, app=args.app,
                      app_dir=Path(args.app_dir) if args.app_dir else None, extra=extra)
     fleet.start()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .boards import board_config, load_profile
+from .boards import board_config, check_config, load_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 MPREMOTE_TIMEOUT_S = 60
@@ -122,6 +122,8 @@ def deploy(port: str, board: str, name: str, *, link: str | None = None,
            progress: Callable[[str], None] = print) -> dict[str, int]:
     """Deploy pubmote to the board on `port`; return counts (copied, unchanged, verified)."""
     profile = load_profile(board)
+    cfg = board_config(profile, name, link, **(settings or {}))
+    check_config(profile, cfg)  # before any waiting: a board that would not boot is refused
     # a board that just reset re-enumerates on USB (or the simulated one restarts its REPL)
     # for a moment: give the port a few seconds to come back
     deadline = time.monotonic() + min(5.0, timeout_s)
@@ -130,7 +132,6 @@ def deploy(port: str, board: str, name: str, *, link: str | None = None,
     if not os.path.exists(port):
         raise DeployError("no such port %s (is the board plugged in? `mpremote devs` lists "
                           "serial ports)" % port)
-    cfg = board_config(profile, name, link, **(settings or {}))
     if cfg["link"] == "pty" and "path" not in cfg:
         # the simulated board's line to the bridge sits beside its REPL port
         cfg["path"] = str(Path(port).absolute().parent / "board.link")

@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
         p.add_argument("--bootstrap", action="append", default=[], metavar="HOST:PORT",
                        help="a DHT node to join through (repeatable; default: the public "
                             "BitTorrent routers)")
-        p.add_argument("--port", type=int, default=0, metavar="PORT",
+        p.add_argument("--port", type=port_number, default=0, metavar="PORT",
                        help="UDP port of our DHT node (default: any free port)")
         p.add_argument("--bind", default="0.0.0.0", metavar="HOST",
                        help="address our DHT node binds (default 0.0.0.0)")
@@ -55,7 +55,10 @@ def register(sub: Any) -> None:
 
     k = acts.add_parser("keygen", help="create an ed25519 key file",
                         description="Write a fresh ed25519 seed (hex, mode 0600) to FILE and "
-                                    "print its public key.")
+                                    "print its public key.",
+                        epilog="example:\n  pubmote dht keygen --key-file gw.key    prints the "
+                               "public key that get/subscribe take as --pubkey",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     k.add_argument("--key-file", required=True, metavar="FILE")
     k.set_defaults(run=_keygen)
 
@@ -73,17 +76,33 @@ def register(sub: Any) -> None:
     common(p)
     p.set_defaults(run=_put)
 
+    raw = argparse.RawDescriptionHelpFormatter
     g = acts.add_parser("get", help="look up a mutable item",
-                        description="Find the newest item for (public key, salt) and print "
-                                    "its value and sequence number.")
+                        description="Find the newest BEP 44 item for (public key, salt) on "
+                                    "the DHT and print its sequence number and value; exit "
+                                    "1 when no node holds it.",
+                        epilog="examples:\n"
+                               "  pubmote dht get --pubkey 77ff8490...e548 --salt /site/temp\n"
+                               "  pubmote dht get --pubkey 77ff...e548 --salt t "
+                               "--bootstrap 127.0.0.1:6881\n\n"
+                               "The public key is what `pubmote dht keygen` printed for the "
+                               "publisher's key file.", formatter_class=raw)
     g.add_argument("--pubkey", required=True, metavar="HEX", help="the 32-byte public key")
     g.add_argument("--salt", default="", metavar="S")
     common(g)
     g.set_defaults(run=_get)
 
     s = acts.add_parser("subscribe", help="follow a topic through its BEP 50 overlay",
-                        description="Join the topic's overlay and print the current value, "
-                                    "then every newer value as it is pushed.")
+                        description="Join the BEP 50 overlay of the topic (public key, salt), "
+                                    "print its current value, then every newer value as "
+                                    "publishers put it; Ctrl-C (or --count) ends it.",
+                        epilog="examples:\n"
+                               "  pubmote dht subscribe --pubkey 77ff8490...e548 --salt "
+                               "/site/temp\n"
+                               "  pubmote dht subscribe --pubkey 77ff...e548 --salt t --count 1 "
+                               "--bootstrap 127.0.0.1:6881\n\n"
+                               "Publish into it with `pubmote dht put --key-file KEY --salt "
+                               "SALT VALUE`.", formatter_class=raw)
     s.add_argument("--pubkey", required=True, metavar="HEX")
     s.add_argument("--salt", default="", metavar="S")
     s.add_argument("--count", type=int, metavar="N", help="exit after N values")
@@ -92,9 +111,23 @@ def register(sub: Any) -> None:
 
     n = acts.add_parser("node", help="run a DHT node until interrupted",
                         description="Run a DHT node (BEP 5 + BEP 44) that others can "
-                                    "bootstrap from; prints its address.")
+                                    "bootstrap from; prints its address.",
+                        epilog="examples:\n"
+                               "  pubmote dht node --port 6881                  others use "
+                               "--bootstrap THIS_HOST:6881\n"
+                               "  pubmote dht node --bind 127.0.0.1 --port 6881 "
+                               "--bootstrap 127.0.0.1:6882",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     common(n)
     n.set_defaults(run=_node)
+
+
+def port_number(text: str) -> int:
+    """argparse type: a UDP/TCP port, 0..65535 (0: any free port)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("%r is not a port: give 1 to 65535 (0: any free "
+                                         "port)" % text)
+    return int(text)
 
 
 def _no_action(parser: argparse.ArgumentParser) -> Any:

@@ -92,6 +92,24 @@ class BoardFace:
         self._set_up(False)
 
 
+OPEN_ERROR_REPEAT_S = 30.0
+
+
+def open_error(port: str, err: BaseException) -> str:
+    """Why a serial port does not open, as one line with what to do about it."""
+    text = str(err)
+    if not os.path.exists(port):
+        return ("cannot open: no such port (board unplugged, or a wrong name? "
+                "ls /dev/ttyUSB* /dev/ttyACM* lists serial ports)")
+    if "ermission denied" in text:
+        return ("cannot open: permission denied (add yourself to the dialout group: "
+                "sudo usermod -aG dialout $USER, then log in again)")
+    if "busy" in text or "lock" in text.lower():
+        return ("cannot open: the port is busy (close screen, minicom, mpremote or another "
+                "bridge using it)")
+    return "cannot open: %s" % text
+
+
 class SerialFace(BoardFace):
     """A board on a serial port (USB CDC, UART adapter, or a simulated board's pty).
 
@@ -102,7 +120,7 @@ class SerialFace(BoardFace):
     kind = "serial"
 
     def __init__(self, port: str, baud: int, on_packet: PacketHandler,
-                 on_state: FaceHandler) -> None:
+                 on_state: FaceHandler, quiet_s: float = 0.0) -> None:
         # a simulated board's pty sits deep in a temporary directory: show its name only
         shown = port if port.startswith("/dev/") else os.path.basename(port)
         super().__init__("serial:%s" % shown, on_packet, on_state)
@@ -113,6 +131,9 @@ class SerialFace(BoardFace):
         self._out = bytearray()
         self._lost: asyncio.Event | None = None
         self.last_error = ""
+        # a simulated board's pty appears a moment after the bridge starts: say nothing of
+        # a port that does not open for this long (a real port is reported at once)
+        self.quiet_s = quiet_s
 
     def _open(self) -> None:
         self._ser = serial.Serial(self.port, self.baud, timeout=0, write_timeout=0,
@@ -123,14 +144,29 @@ class SerialFace(BoardFace):
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         backoff = 0.1
+        told = 0.0  # when the user was last told that the port does not open
+        quiet_until = loop.time() + self.quiet_s
         while True:
             try:
                 self._open()
             except (serial.SerialException, OSError) as e:
-                self.last_error = str(e)
+                now = loop.time()
+                error = open_error(self.port, e)
+                if now < quiet_until:
+                    pass
+                elif error != self.last_error or now - told >= OPEN_ERROR_REPEAT_S:
+                    # the first failure, a new reason, then every half minute: a wrong
+                    # port is never silent, a board not plugged in yet does not flood the log
+                    log.warning("serial %s: %s; retrying until it opens", self.port, error)
+                    told = now
+                if now >= quiet_until:
+                    self.last_error = error
                 await asyncio.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 2.0)
                 continue
+            if self.last_error:
+                log.info("serial %s: open now", self.port)
+            self.last_error = ""
             backoff = 0.1
             self.counters["opens"] += 1
             self._lost = asyncio.Event()

@@ -38,12 +38,29 @@ class FlashError(Exception):
     """A flash step failed; the message is one line with a hint."""
 
 
+class FlashUsageError(FlashError):
+    """The command was wrong (no such port, not a serial port, wrong file): exit status 2."""
+
+
+def check_port(port: str) -> None:
+    """A FlashUsageError unless `port` exists and is a serial line."""
+    from .config_check import ConfigError, serial_port
+
+    if not os.path.exists(port):
+        raise FlashUsageError("--port %s: no such port: check the cable; `mpremote devs` "
+                              "lists serial ports" % port)
+    try:
+        serial_port(port)
+    except ConfigError as e:
+        raise FlashUsageError(str(e).replace("--serial", "--port", 1)) from None
+
+
 def flash(board: str, port: str | None, firmware: str, *, erase: bool = False,
           chip: str | None = None, connect_attempts: int | None = None,
           progress: Callable[[str], None] = print) -> None:
     profile = load_profile(board)
     if not os.path.isfile(firmware):
-        raise FlashError("no firmware file %s (download it from %s)"
+        raise FlashUsageError("no firmware file %s (download it from %s)"
                          % (firmware, profile["flash"].get("firmware", "micropython.org")))
     tool = profile["flash"]["tool"]
     if tool == "esptool":
@@ -58,11 +75,11 @@ def flash(board: str, port: str | None, firmware: str, *, erase: bool = False,
 def _flash_esp(port: str | None, firmware: str, chip: str, erase: bool,
                connect_attempts: int | None, progress: Callable[[str], None]) -> None:
     if not port:
-        raise FlashError("--port is required for ESP32 boards (`mpremote devs` lists ports)")
-    if not os.path.exists(port):
-        raise FlashError("no such port %s: check the cable; `mpremote devs` lists ports" % port)
+        raise FlashUsageError("--port is required for ESP32 boards (`mpremote devs` lists "
+                              "ports)")
+    check_port(port)
     if chip not in OFFSETS:
-        raise FlashError("unknown chip %s (known: %s)" % (chip, ", ".join(OFFSETS)))
+        raise FlashUsageError("unknown chip %s (known: %s)" % (chip, ", ".join(OFFSETS)))
     base = [str(Path(sys.executable).parent / "esptool"), "--chip", chip, "--port", port]
     if connect_attempts is not None:
         base += ["--connect-attempts", str(connect_attempts)]
@@ -83,7 +100,9 @@ def _flash_esp(port: str | None, firmware: str, chip: str, erase: bool,
             for needle, hint in HINTS:
                 if needle in text:
                     raise FlashError(hint % {"chip": chip})
-            raise FlashError("esptool failed: %s" % (lines[-1] if lines else "no output"))
+            said = [x.strip() for x in lines if x.strip()]
+            errors = [x for x in said if "error" in x.lower()]
+            raise FlashError("esptool failed: %s" % ((errors or said or ["no output"])[-1]))
 
 
 def find_uf2_drive() -> Path | None:
@@ -98,8 +117,10 @@ def find_uf2_drive() -> Path | None:
 
 def _flash_uf2(port: str | None, firmware: str, progress: Callable[[str], None]) -> None:
     if not firmware.endswith(".uf2"):
-        raise FlashError("RP2040 boards take a .uf2 file, not %s" % firmware)
+        raise FlashUsageError("RP2040 boards take a .uf2 file, not %s" % firmware)
     drive = find_uf2_drive()
+    if drive is None and port:
+        check_port(port)
     if drive is None and port:
         progress("asking the board on %s to enter its bootloader (mpremote bootloader)" % port)
         subprocess.run([str(Path(sys.executable).parent / "mpremote"), "connect", port,

@@ -183,8 +183,13 @@ class GatewayMesh:
         """Stay connected to a configured peer: redial with jittered, capped backoff."""
         from .mesh import MeshError, Multiaddr, PeerId
 
-        ma = Multiaddr(addr)
-        pid = PeerId.from_base58(ma.peer_id_text() or "")
+        try:
+            ma = Multiaddr(addr)
+            pid = PeerId.from_base58(ma.peer_id_text() or "")
+        except ValueError as e:  # the config check refuses these; never die unseen
+            log.error("mesh: --mesh-peer %s is not /ip4/HOST/tcp/PORT/p2p/PEERID (%s); not "
+                      "dialled", addr, e)
+            return
         failures = 0
         while True:
             if self.host.connection(pid) is None:

@@ -520,6 +520,9 @@ class Hub:
                 except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
                     log.exception("publish hook failed")
         self.counters["messages"] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
+                      msg.origin, msg.ingress, len(msg.payload))
         stats = self.topics.get(msg.topic)
         if stats is None:
             stats = self.topics[msg.topic] = TopicStats()

@@ -35,13 +35,30 @@ def register(sub: Any) -> None:
                        help="Ed25519 identity key (created with mode 0600 when missing; "
                             "default %s)" % default_key_file())
 
-    i = msub.add_parser("id", help="print this gateway's PeerId and listen addresses")
+    raw = argparse.RawDescriptionHelpFormatter
+    i = msub.add_parser(
+        "id", help="print this gateway's PeerId and listen addresses",
+        description="Print this gateway's libp2p PeerId (from its key file, made when "
+                    "missing) and the multiaddrs other gateways give to --mesh-peer.",
+        epilog="examples:\n"
+               "  pubmote mesh id\n"
+               "  pubmote mesh id --key-file gw2.key --listen /ip4/192.168.1.5/tcp/4002\n\n"
+               "Use the same --key-file as `pubmote bridge --mesh-key-file`.",
+        formatter_class=raw)
     key_arg(i)
     i.add_argument("--listen", action="append", default=[], metavar="MULTIADDR",
                    help="listen address to print (default %s)" % DEFAULT_LISTEN)
     i.set_defaults(run=_run_id)
 
-    p = msub.add_parser("ping", help="ping a libp2p peer: /ip4/H/tcp/P/p2p/PEERID")
+    p = msub.add_parser(
+        "ping", help="ping a libp2p peer: /ip4/H/tcp/P/p2p/PEERID",
+        description="Dial a libp2p peer (a gateway, js-libp2p, py-libp2p, kubo) over TCP + "
+                    "Noise + Yamux and time /ipfs/ping/1.0.0 round trips; exit 1 when it "
+                    "cannot be reached.",
+        epilog="examples:\n"
+               "  pubmote mesh ping /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...\n"
+               "  pubmote mesh ping --count 10 --timeout 3 /ip4/10.0.0.2/tcp/4001/p2p/12D3KooW...",
+        formatter_class=raw)
     p.add_argument("addr", metavar="MULTIADDR")
     p.add_argument("--count", type=int, default=3, help="round trips (default 3)")
     p.add_argument("--timeout", type=float, default=10.0, metavar="S",
@@ -50,7 +67,15 @@ def register(sub: Any) -> None:
                    help="identity key to use (default: a throw-away key)")
     p.set_defaults(run=_run_ping)
 
-    s = msub.add_parser("serve", help="run a node that answers identify and ping")
+    s = msub.add_parser(
+        "serve", help="run a node that answers identify and ping",
+        description="Run a libp2p node that answers identify and ping until Ctrl-C: for "
+                    "trying another libp2p implementation against pubmote by hand. It "
+                    "prints its full multiaddrs.",
+        epilog="examples:\n"
+               "  pubmote mesh serve --listen /ip4/127.0.0.1/tcp/4001\n"
+               "  pubmote mesh serve --key-file gw.key --listen /ip4/0.0.0.0/tcp/4001",
+        formatter_class=raw)
     key_arg(s)
     s.add_argument("--listen", action="append", default=[], metavar="MULTIADDR",
                    help="listen address (repeatable; default %s)" % DEFAULT_LISTEN)

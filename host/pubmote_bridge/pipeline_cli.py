@@ -4,6 +4,8 @@ HTML report. Spark starts only inside `run`, so `pubmote --help` stays fast."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from typing import Any
 
@@ -71,12 +73,37 @@ def _log(line: str) -> None:
     print("pipeline: " + line, file=sys.stderr, flush=True)
 
 
+_UNITS = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week")
+_INTERVAL = re.compile(r"^\s*(\d+(\.\d+)?\s*(%s)s?\s*)+$" % "|".join(_UNITS), re.IGNORECASE)
+
+
+def usage_error(args: argparse.Namespace) -> str | None:
+    """The first mistake in the arguments, as one line, before Spark starts."""
+    for flag, value in (("--window", args.window), ("--watermark", args.watermark)):
+        if not _INTERVAL.match(value):
+            return ("%s %r: not a duration; write a number and a unit, e.g. '1 minute', "
+                    "'30 seconds', '2 hours'" % (flag, value))
+    if args.follow and args.report:
+        return "--report runs on the batch tables; run it without --follow"
+    if "://" not in args.journal:  # a local folder (hdfs://, s3a:// are Spark's to check)
+        if not os.path.exists(args.journal):
+            if not args.follow:  # --follow makes it and waits: the bridge may start later
+                return ("journal folder %s does not exist (pubmote bridge --journal %s "
+                        "writes it)" % (args.journal, args.journal))
+        elif not os.path.isdir(args.journal):
+            return ("%s is a file, not a folder: give the folder the bridge's --journal "
+                    "writes (its files are journal-*.jsonl)" % args.journal)
+    if args.trigger_seconds <= 0:
+        return "--trigger-seconds %g: give a number of seconds above 0" % args.trigger_seconds
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from .pipeline.session import PipelineError, parse_conf, spark_session
 
-    if args.follow and args.report:
-        print("pubmote pipeline: --report runs on the batch tables; run it without --follow",
-              file=sys.stderr)
+    error = usage_error(args)
+    if error:
+        print("pubmote pipeline: %s" % error, file=sys.stderr)
         return 2
     try:
         conf = parse_conf(args.conf)

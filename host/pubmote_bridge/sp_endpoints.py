@@ -64,6 +64,7 @@ class _Conn(asyncio.Protocol):
         self.dec = sp.MsgDecoder(expect_header=sp.peer_of(endpoint.proto))
         self.peer = "?"
         self.ready = False
+        self.bad = 0  # bad messages from this peer (logged, not flooded)
         # frames relayed during one turn of the event loop go out in one write: many boards'
         # messages in one turn cost one send instead of one each
         self.pending: list[bytes] = []
@@ -159,8 +160,16 @@ class SpEndpoint:
             if not sep or not topic.startswith(b"/"):
                 raise DecodeError("SP message is not <topic URI>|<payload>")
             canonical = ndn_name.to_uri(ndn_name.from_uri(topic.decode()))
-        except (DecodeError, UnicodeDecodeError, ValueError):
+        except (DecodeError, UnicodeDecodeError, ValueError) as e:
             self.counters["bad_messages"] += 1
+            conn.bad += 1
+            if conn.bad == 1 or conn.bad % 1000 == 0:  # said, not flooded
+                why = "no | between topic and payload" if not sep else (
+                    "the topic does not start with /" if not topic.startswith(b"/") else
+                    "the topic is not an NDN name URI (%s)" % e)
+                log.warning("SP %s: dropped %d bad message(s) from %s, e.g. %r: %s; send "
+                            "<topic URI>|<payload>, e.g. /pubmote/demo/sim1/command|hi",
+                            self.url, conn.bad, conn.peer, bytes(body[:60]), why)
             return
         self.counters["received"] += 1
         self.hub.publish(Message(canonical.encode(), payload, "sp:" + conn.peer, "sp-sub"))

@@ -43,7 +43,9 @@ def render(bridge: Bridge) -> Group:
         b = by_face.get(face.face_id)
         state = "[green]up[/]" if face.up else "[red]down[/]"
         if b is None:
-            boards.add_row("?", face.label, state + " (not registered)", "", "", "",
+            why = getattr(face, "last_error", "") if not face.up else ""
+            boards.add_row("?", face.label, state + (" (%s)" % why if why else
+                                                     " (not registered)"), "", "", "",
                            str(face.bad_frames()), "")
             continue
         c = b.counters

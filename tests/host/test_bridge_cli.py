@@ -54,7 +54,8 @@ def test_view_in_a_terminal_then_ctrl_c_leaves_nothing_behind(tmp_path: Path) ->
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
     p = subprocess.Popen([PUBMOTE, "bridge", "--sim-boards", "2", "--sim-period-ms", "300",
-                          "--sim-dir", str(tmp_path / "sim")],
+                          "--sim-dir", str(tmp_path / "sim"), "--sp-pub", "none",
+                          "--sp-sub", "none"],
                          stdin=slave, stdout=slave, stderr=slave, close_fds=True,
                          env=dict(os.environ, COLUMNS="160", LINES="50"))
     os.close(slave)

@@ -28,16 +28,16 @@ def firmware(tmp_path: Path) -> Path:
 
 def test_no_port(firmware: Path) -> None:
     p = _flash("--board", "esp32", "--port", "/dev/ttyNOPE9", "--firmware", str(firmware))
-    assert p.returncode == 1
+    assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "no such port" in p.stderr
     assert "mpremote devs" in p.stderr
 
 
 def test_missing_firmware_and_unknown_board(tmp_path: Path) -> None:
     p = _flash("--board", "esp32", "--port", "/dev/null", "--firmware", str(tmp_path / "x.bin"))
-    assert p.returncode == 1 and "no firmware file" in p.stderr
+    assert p.returncode == 2 and "no firmware file" in p.stderr
     p = _flash("--board", "stm32", "--port", "/dev/null", "--firmware", str(tmp_path / "x.bin"))
-    assert p.returncode == 1 and "unknown board" in p.stderr
+    assert p.returncode == 2 and "unknown board" in p.stderr
 
 
 def test_board_that_does_not_answer(firmware: Path) -> None:

@@ -294,17 +294,18 @@ def test_bridge_cli_mesh_errors(tmp_path: Path) -> None:
 
     def bridge(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "pubmote_bridge.cli", "bridge",
-                               "--no-view", "--mesh-key-file", str(tmp_path / "k"), *args],
+                               "--no-view", "--sp-pub", "none", "--sp-sub", "none",
+                               "--mesh-key-file", str(tmp_path / "k"), *args],
                               capture_output=True, text=True, timeout=30)
 
     p = bridge("--mesh-peer", "/ip4/127.0.0.1/tcp/1")
-    assert p.returncode == 1 and "/p2p/PEERID" in p.stderr
+    assert p.returncode == 2 and "/p2p/PEERID" in p.stderr
     p = bridge("--mesh-listen", "/ip4/127.0.0.1/tcp/0", "--realm", "a/b")
-    assert p.returncode == 1 and "realm" in p.stderr
+    assert p.returncode == 2 and "--realm" in p.stderr and p.stderr.count("\n") == 1
     p = bridge("--mesh-listen", "/ip4/127.0.0.1/tcp/0", "--realm-member", "nonsense")
-    assert p.returncode == 1 and "nonsense" in p.stderr
+    assert p.returncode == 2 and "--realm-member" in p.stderr and "nonsense" in p.stderr
     p = bridge("--mesh-listen", "/ip4/127.0.0.1/tcp/0", "--name", "*")
-    assert p.returncode == 1 and "addresses" in p.stderr
+    assert p.returncode == 2 and "--name" in p.stderr and "addresses" in p.stderr
     help_text = subprocess.run([sys.executable, "-m", "pubmote_bridge.cli", "bridge", "--help"],
                                capture_output=True, text=True, timeout=30).stdout
     for flag in ("--mesh-listen", "--mesh-peer", "--realm", "--name", "--realm-member",

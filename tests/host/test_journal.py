@@ -99,7 +99,7 @@ def test_journal_readable_after_kill_9(tmp_path: Path) -> None:
     exe = str(Path(sys.executable).parent / "pubmote")
     url = "tcp://127.0.0.1:%d" % free_port()
     args = [exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-period-ms", "50",
-            "--sim-dir", str(tmp_path / "sim"), "--sp-pub", url, "--journal", str(jdir),
+            "--sim-dir", str(tmp_path / "sim"), "--sp-pub", url, "--sp-sub", "none", "--journal", str(jdir),
             "--journal-max-age", "1"]
     p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

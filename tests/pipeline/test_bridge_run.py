@@ -8,9 +8,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from e2e import Collector, bridge_with_boards, free_port, wait_until
+from e2e import Collector, free_port, sp_connected, wait_until
+from pubmote_bridge.bridge import DEFAULT_BAUD, Bridge, load_config
 from pubmote_bridge.pipeline.batch import run_batch
 from pubmote_bridge.pipeline.readings import reading_of
+from pubmote_bridge.sim import SimFleet
 
 TOPICS = [b"/pubmote/demo/sim1/temperature", b"/pubmote/demo/sim2/temperature"]
 
@@ -20,20 +22,28 @@ def test_spark_counts_equal_what_the_sp_subscriber_saw(spark: Any, tmp_path: Pat
 
     async def run() -> list[bytes]:
         url = "tcp://127.0.0.1:%d" % free_port()
-        col = Collector(url, b"/pubmote/")  # dialling before the bridge listens: sees all
+        fleet = SimFleet(2, tmp_path / "sim", period_ms=100)
+        cfg = load_config(None, {"sp_pub": [url], "journal": str(jdir),
+                                 "journal_max_age_s": 0.5, "timeout_ms": 1000})
+        col = Collector(url, b"/pubmote/")
+        fleet.start()
         try:
-            async with bridge_with_boards(tmp_path / "sim", 2, period_ms=100, sp_pub=[url],
-                                          journal=str(jdir), journal_max_age_s=0.5) as bridge:
+            async with Bridge(cfg) as bridge:
+                # the subscriber first, then the boards: it sees every message relayed
+                # (on a loaded machine the boards beat a subscriber dialled beside them)
+                await sp_connected(bridge, 30)
+                for b in fleet.boards:
+                    bridge._add_serial(b.port, DEFAULT_BAUD)
                 for t in TOPICS:
                     await col.wait_for(t + b"|", 15, 30)
-                assert bridge.fleet is not None
-                bridge.fleet.stop()  # no new messages; what is in flight reaches the client
+                fleet.stop()  # no new messages; what is in flight reaches the client
                 sent = bridge.hub.counters["messages"]
                 await wait_until(lambda: len(col.lines) >= sent, 10, "the last messages")
                 await asyncio.sleep(0.3)
             return list(col.lines)
         finally:
             col.close()
+            fleet.stop()
 
     lines = asyncio.run(run())
     seen = Counter(line.split(b"|", 1)[0].decode() for line in lines)
