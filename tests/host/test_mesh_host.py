@@ -25,11 +25,11 @@ LOGGER = "pubmote_bridge.mesh"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(coro: Coroutine[Any, Any, None], timeout_s: float = 20.0) -> None:
+def run(coro: Coroutine[Any, Any, None], timeout_s: float = 60.0) -> None:
     asyncio.run(asyncio.wait_for(coro, timeout_s))
 
 
-async def settle(cond: Any, timeout_s: float = 5.0) -> None:
+async def settle(cond: Any, timeout_s: float = 20.0) -> None:
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     while not cond():
@@ -220,7 +220,7 @@ def test_cli_mesh_ping() -> None:
             _o, e = await asyncio.wait_for(r.communicate(), 20)
             assert r.returncode == 1 and b"failed" in e
 
-    run(go(), 40)
+    run(go(), 90)
 
 
 def test_unspecified_listen_address_is_advertised_as_the_reached_one() -> None:

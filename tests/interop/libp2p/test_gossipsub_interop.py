@@ -70,7 +70,7 @@ async def network(n_ours: int, others: list[str]) -> AsyncIterator[
             await o.host.close()
 
 
-async def settle(cond: Callable[[], bool], timeout_s: float = 8.0) -> None:
+async def settle(cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     while not cond():
