@@ -253,7 +253,7 @@ def test_garbage_on_the_line_and_cable_replug(tmp_path: Path) -> None:
                 assert report["frames_bad"] > 0  # type: ignore[operator]
                 # pull the cable, put it back: both ends reopen the line by themselves
                 cable.pull()
-                await wait_until(lambda: not face.up, 5, "the bridge to see the line go")
+                await wait_until(lambda: not face.up, 30, "the bridge to see the line go")
                 await asyncio.sleep(0.5)
                 cable.plug()
                 n = len(col.with_prefix(b"/test/sim1/seq|"))

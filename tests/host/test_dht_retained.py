@@ -124,11 +124,11 @@ def test_retained_rules_on_one_gateway(tmp_path: Path) -> None:
             hub.publish(Message(b"/site/temp", b"x" * 997, "b1", "serial"))  # 1001 bencoded
             hub.publish(Message(b"/other", b"1", "b1", "serial"))
             hub.publish(Message(b"/site/temp", b"from the dht", "dht:x", INGRESS))
-            await wait_until(lambda: rt.counters["too_big"] == 1, 5, "the oversize refusal")
+            await wait_until(lambda: rt.counters["too_big"] == 1, 30, "the oversize refusal")
             # another gateway's message, relayed by the mesh: that gateway puts it, not us
             hub.publish(Message(b"/site/alerts/window", b"shut", "gw2/b7", "mesh"))
             hub.publish(Message(b"/site/alerts/door", b"open", "b1", "serial"))
-            await wait_until(lambda: rt.counters["published"] == 1, 5, "the publish")
+            await wait_until(lambda: rt.counters["published"] == 1, 30, "the publish")
             assert rt.last(b"/site/alerts/window") is None
             item = rt.last(b"/site/alerts/door")
             assert item is not None and item.value() == b"open"

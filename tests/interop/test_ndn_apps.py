@@ -212,7 +212,7 @@ def test_bad_apps_cannot_break_the_bridge(tmp_path: Path) -> None:
             await bad.send(b"\x05\xff\xff\xff\xff\xff\xff\xff\xff\xff" + b"x" * 100)
             assert await asyncio.wait_for(bad.r.read(), 5) == b""
             bad.close()
-            await wait_until(lambda: bridge.ndn[0].bad_streams == 1, 5, "the bad stream count")
+            await wait_until(lambda: bridge.ndn[0].bad_streams == 1, 30, "the bad stream count")
             garbage = await RawApp.connect(sock)
             await garbage.send(b"\x06\x03\x07\x01\x08")  # a Data whose Name is torn
             await wait_until(lambda: hub.counters["bad_packets"] >= 1, 10, "the torn Data")
