@@ -11,6 +11,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # (the simulated board's REPL pty for mpremote); mosquitto, the MQTT broker make bench
 # compares a board's acked publishes with.
 DEB_PACKAGES := nanomsg-utils socat mosquitto
+# The RP2040 firmware build (pubmote firmware build): the ARM toolchain, newlib, cmake.
+DEB_PACKAGES += gcc-arm-none-eabi libnewlib-arm-none-eabi cmake build-essential
 # Java for Spark (pubmote pipeline), when no java is on PATH: Spark 4.3 needs 17 or newer.
 JAVA_PACKAGE := openjdk-17-jre-headless
 
