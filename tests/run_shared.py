@@ -142,6 +142,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", help="only test files whose name contains this")
     ap.add_argument("-v", action="store_true", help="print every runtime's full output")
+    ap.add_argument("--only", metavar="WORD",
+                    help="only the runtimes whose label contains WORD (unix, wasm, rp2040)")
     ap.add_argument("--heap", default="64k", help="unix port heap size (default 64k)")
     args = ap.parse_args()
     files = sorted(TESTS.glob("test_*.py"))
@@ -162,6 +164,8 @@ def run_all(files: list[Path], mpy: Path, args: argparse.Namespace) -> int:
         ("micropython wasm 32-bit, .mpy", lambda: run_wasm(mpy, files)),
         ("rp2040 (emulated Pico, frozen, float32)", lambda: run_rp2040(files)),
     ]
+    if args.only:
+        runs = [r for r in runs if args.only in r[0]]
     bad = 0
     for label, fn in runs:
         text = fn()

@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sim-boards", type=int, metavar="N",
                    help="start N simulated boards (sim1..simN: the MicroPython unix port "
                         "running the firmware, each on a pty opened like a real board)")
+    b.add_argument("--sim-kind", choices=("unix", "pico"),
+                   help="what the simulated boards are: unix (default: the MicroPython unix "
+                        "port, fast) or pico (an emulated Raspberry Pi Pico running the real "
+                        "rp2 firmware of `pubmote firmware build` in rp2040js, its UART0 at "
+                        "115200 baud on the pty; config in a littlefs image in its flash)")
     b.add_argument("--sim-dir", metavar="DIR",
                    help="where the simulated boards' ptys, configs and logs go "
                         "(default: a temporary directory removed at exit)")
@@ -142,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "running; a bridge opens DIR/simK.tty with --serial. Ctrl-C stops them.")
     s.add_argument("--boards", type=int, default=2, metavar="N", help="how many (default 2)")
     s.add_argument("--dir", required=True, metavar="DIR", help="where the ptys go")
+    s.add_argument("--kind", choices=("unix", "pico"), default="unix",
+                   help="unix (default: the MicroPython unix port) or pico (emulated Picos "
+                        "running the firmware of `pubmote firmware build`)")
     s.add_argument("--period-ms", type=int, default=1000, metavar="MS",
                    help="demo publishing period (default 1000)")
     s.add_argument("--app", default="demo", metavar="MODULE",
@@ -374,7 +382,7 @@ def _bridge(args: argparse.Namespace) -> int:
     from .bridge import load_config
 
     overrides: dict[str, Any] = {
-        "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
+        "sim_boards": args.sim_boards, "sim_kind": args.sim_kind, "sim_dir": args.sim_dir,
         "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
         "sim_app_dir": args.sim_app_dir,
         "sim_app_config": json.loads(args.sim_app_config) if args.sim_app_config else None,
@@ -431,7 +439,8 @@ async def _sim(args: argparse.Namespace) -> None:
     extra = json.loads(args.app_config)
     if not isinstance(extra, dict):
         raise ValueError("--app-config must be a JSON object")
-    fleet = SimFleet(args.boards, Path(args.dir), period_ms=args.period_ms, app=args.app,
+    fleet = SimFleet(args.boards, Path(args.dir), kind=args.kind, period_ms=args.period_ms,
+                     app=args.app,
                      app_dir=Path(args.app_dir) if args.app_dir else None, extra=extra)
     fleet.start()
     try:

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 from .fwbuild import BOOTROM, CACHE
-from .sim import Cable, detach_child, end_process
+from .sim import Cable, SimBoard, detach_child
 
 RUNNER = Path(__file__).resolve().parent / "emu" / "pico.mjs"
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,17 +96,18 @@ def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool
     return cmd
 
 
-class PicoBoard:
-    """One emulated Pico running the demo (or another frozen app) on its UART0 link.
-
-    The same surface as sim.SimBoard: name, port, log_path, cable, start/stop/reset."""
+class PicoBoard(SimBoard):
+    """One emulated Pico running the demo (or another frozen app) on its UART0 link; a
+    SimBoard in every other respect (port, reset = power cycle, stop)."""
 
     def __init__(self, name: str, workdir: Path, *, app: str = "demo", period_ms: int = 1000,
-                 extra: dict[str, object] | None = None, **_ignored: object) -> None:
+                 extra: dict[str, object] | None = None, **_unix_only: object) -> None:
+        # no super().__init__: that one prepares a unix-port process
         self.name = name
         self.workdir = workdir.resolve()
         self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
         self.fs_path = self.workdir / (name + ".lfs")
+        self.config_path = self.fs_path
         self.log_path = self.workdir / (name + ".log")  # the board's USB CDC output
         # the profile's UART link: UART0 on GP0/GP1 (boards/rp2040.toml)
         self.config: dict[str, object] = {
@@ -114,11 +115,6 @@ class PicoBoard:
             "app": app, "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
         self.config.update(extra or {})
         self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def port(self) -> str:
-        """The serial port the bridge opens for this board."""
-        return str(self.cable.bridge_link)
 
     def start(self) -> None:
         if not self.cable.plugged:
@@ -132,26 +128,3 @@ class PicoBoard:
                                          cwd=self.workdir, preexec_fn=detach_child)
         finally:
             os.close(fd)
-
-    def reset(self) -> None:
-        """Power-cycle: the emulator restarts from the same flash image."""
-        self.stop_process()
-        self.start()
-
-    def power_off(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop_process(self) -> None:
-        end_process(self.proc)
-        self.proc = None
-
-    def stop(self) -> None:
-        self.stop_process()
-        if self.cable.plugged:
-            self.cable.pull()

@@ -235,6 +235,19 @@ def _ieee(bits, exp_bits, mant_bits):
     return -v if bits >> (exp_bits + mant_bits) else v
 
 
+_NAN = float("nan")
+
+
+def _nan64(buf, p):
+    # exponent all ones (checked by the caller) and a mantissa that is not zero
+    if buf[p + 1] & 0x0F:
+        return True
+    for i in range(p + 2, p + 8):
+        if buf[i]:
+            return True
+    return False
+
+
 def _half(h):
     return _ieee(h, 5, 10)
 
@@ -302,6 +315,10 @@ def _dec(buf, off, end, depth):
             if ai == 26:
                 bits = (buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
                 return _ieee(bits, 8, 23), 5
+            if (buf[p] & 0x7F) == 0x7F and buf[p + 1] >= 0xF0 and _nan64(buf, p):
+                # by hand: the RP2040's double-to-float conversion turns a NaN into
+                # infinity (found on the rp2 port)
+                return _NAN, 9
             return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
         arg = 0
         for i in range(p, p + w):
