@@ -141,8 +141,44 @@ process.stdin.on("data", (chunk) => {
 process.stdin.on("error", () => {}); // a pulled cable: the board keeps running
 process.stdin.on("end", () => {});
 
+// TX as a real PL011 does it, which rp2040js 1.4.1 leaves as a TODO: there, the TX
+// interrupt is raised again the moment it is cleared (an interrupt storm that hangs
+// MicroPython's UART driver, which enables it), and the TX FIFO is never full. Here a
+// 32-byte TX FIFO drains at the line rate, is full (TXFF) when it holds 32, and raises the
+// TX interrupt when its level falls to the trigger (half full), once, until cleared.
+const UART_TXFF = 1 << 5;
+const UART_TXINTR = 1 << 5;
+const TX_FIFO = 32;
+const TX_TRIGGER = 16;
+let txFifo = 0; // bytes waiting in the TX FIFO (they are in txLine)
+const txLine = [];
 let txBuf = [];
-uart.onByte = (b) => txBuf.push(b);
+Object.defineProperty(uart, "flags", {
+  get() {
+    const rx = (uart.rxFIFO.full ? 1 << 6 : 0) | (uart.rxFIFO.empty ? 1 << 4 : 0);
+    return rx | (txFifo >= TX_FIFO ? UART_TXFF : 0) | (txFifo === 0 ? 1 << 7 : 0) |
+      (txFifo > 0 ? 1 << 3 : 0); // TXFE, BUSY
+  },
+});
+uart.checkInterrupts = function () {
+  this.rp2040.setInterrupt(this.irq, !!(this.interruptStatus & this.interruptMask));
+};
+const txAlarm = clock.createAlarm(drainTx);
+uart.onByte = (b) => {
+  if (txFifo >= TX_FIFO) return; // written while full: lost, as on the real UART
+  txLine.push(b);
+  txFifo++;
+  if (txFifo === 1) txAlarm.schedule(byteNanos);
+};
+function drainTx() {
+  txBuf.push(txLine.shift());
+  txFifo--;
+  if (txFifo > 0) txAlarm.schedule(byteNanos);
+  if (txFifo <= TX_TRIGGER) {
+    uart.interruptStatus |= UART_TXINTR;
+    uart.checkInterrupts();
+  }
+}
 function flushTx() {
   if (txBuf.length) {
     const out = Buffer.from(txBuf);
@@ -192,7 +228,8 @@ function finish(code) {
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => finish(0));
 if (opts.timeoutS > 0) {
   setTimeout(() => {
-    process.stderr.write("pico.mjs: timed out after " + opts.timeoutS + " s\n");
+    process.stderr.write("pico.mjs: timed out after " + opts.timeoutS + " s (PC 0x" +
+      (rp2040.core.PC >>> 0).toString(16) + ")\n");
     finish(3);
   }, opts.timeoutS * 1000);
 }
