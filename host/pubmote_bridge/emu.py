@@ -101,7 +101,8 @@ class PicoBoard(SimBoard):
     SimBoard in every other respect (port, reset = power cycle, stop)."""
 
     def __init__(self, name: str, workdir: Path, *, app: str = "demo", period_ms: int = 1000,
-                 extra: dict[str, object] | None = None, **_unix_only: object) -> None:
+                 extra: dict[str, object] | None = None, app_dir: Path | None = None,
+                 **_unix_only: object) -> None:
         # no super().__init__: that one prepares a unix-port process
         self.name = name
         self.workdir = workdir.resolve()
@@ -114,17 +115,23 @@ class PicoBoard(SimBoard):
             "name": name, "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud": UART_BAUD,
             "app": app, "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
         self.config.update(extra or {})
+        self.app_dir = app_dir.resolve() if app_dir is not None else None
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         if not self.cable.plugged:
             self.cable.plug()
-        make_fs_image({"/pubmote_config.json": json.dumps(self.config).encode()}, self.fs_path)
+        files = {"/pubmote_config.json": json.dumps(self.config).encode()}
+        if self.app_dir is not None:  # --sim-app-dir: the app's modules go to /lib
+            for f in sorted(self.app_dir.glob("*.py")):
+                files["/lib/" + f.name] = f.read_bytes()
+        make_fs_image(files, self.fs_path)
         cmd = runner_cmd(self.fs_path, usb_log=self.log_path)
         # the runner's stdin/stdout are the board end of the cable: its UART0 pins
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
         try:
-            self.proc = subprocess.Popen(cmd, stdin=fd, stdout=fd, stderr=subprocess.DEVNULL,
-                                         cwd=self.workdir, preexec_fn=detach_child)
+            with open(self.workdir / (self.name + ".emu.log"), "ab") as err:
+                self.proc = subprocess.Popen(cmd, stdin=fd, stdout=fd, stderr=err,
+                                             cwd=self.workdir, preexec_fn=detach_child)
         finally:
             os.close(fd)

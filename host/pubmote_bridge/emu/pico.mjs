@@ -56,6 +56,12 @@ rp2040.logger = { debug: () => {}, info: () => {}, warn: toStderr, error: toStde
 const rom = fs.readFileSync(opts.bootrom);
 rp2040.loadBootrom(new Uint32Array(rom.buffer, rom.byteOffset, rom.length >> 2));
 const firmware = fs.readFileSync(opts.firmware);
+// The ring oscillator is unimplemented in rp2040js (reads 0), so MicroPython's os.urandom,
+// which shifts in ROSC RANDOMBIT, returns b"****" forever: every nonce the same, and the
+// bridge takes every message after the first for a duplicate. A real ROSC is noise.
+const rosc = rp2040.peripherals[0x40060];
+const roscRead = rosc.readUint32.bind(rosc);
+rosc.readUint32 = (offset) => (offset === 0x1c ? (Math.random() < 0.5 ? 1 : 0) : roscRead(offset));
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
 rp2040.flash.set(firmware, 0);
 if (opts.fs) {
@@ -72,10 +78,28 @@ rp2040.core.PC = 0x10000000;
 const usbFd = opts.usbLog ? fs.openSync(opts.usbLog, "a") : 2;
 let usbTail = "";
 const cdc = new USBCDC(rp2040.usbCtrl);
+// rp2040js answers the firmware's every OUT-endpoint read at once, with nothing when there
+// is nothing to send: TinyUSB re-arms, gets another empty packet, and the core spins in the
+// USB interrupt instead of sleeping (half the emulator's time, idle). A real host sends an
+// OUT packet only when it has data: hold the read until there is some.
+let heldRead = null;
+const answerRead = rp2040.usbCtrl.onEndpointRead;
+rp2040.usbCtrl.onEndpointRead = (endpoint, size) => {
+  if (endpoint === cdc.outEndpoint && cdc.txFIFO.empty) heldRead = [endpoint, size];
+  else answerRead(endpoint, size);
+};
+function sendUsb(bytes) {
+  for (const b of bytes) cdc.sendSerialByte(b);
+  if (heldRead) {
+    const [endpoint, size] = heldRead;
+    heldRead = null;
+    answerRead(endpoint, size);
+  }
+}
 cdc.onDeviceConnected = () => {
   // MicroPython drops what it prints before the host opens the port (the boot banner and
   // the first prompt, on a fast boot): with --repl, ask for a fresh prompt
-  if (opts.repl !== undefined) cdc.sendSerialByte(13);
+  if (opts.repl !== undefined) sendUsb([13]);
 };
 cdc.onSerialData = (buf) => {
   fs.writeSync(usbFd, buf);
@@ -87,7 +111,7 @@ cdc.onSerialData = (buf) => {
     const line = opts.repl + "\r";
     opts.repl = undefined;
     usbTail = "";
-    for (const ch of Buffer.from(line)) cdc.sendSerialByte(ch);
+    sendUsb(Buffer.from(line));
   }
   if (opts.exitOn) {
     if (usbTail.includes(opts.exitOn)) finish(0);
@@ -109,6 +133,7 @@ function feedRx() {
   rxScheduled = false;
   if (rxHead < rxQueue.length && !uart.rxFIFO.full) {
     uart.feedByte(rxQueue[rxHead++]);
+    bytesFed++;
     if (rxHead > 4096) {
       rxQueue.splice(0, rxHead);
       rxHead = 0;
@@ -130,7 +155,11 @@ function schedule() {
   }
 }
 
+let bytesIn = 0;
+let bytesFed = 0;
+let bytesOut = 0;
 process.stdin.on("data", (chunk) => {
+  bytesIn += chunk.length;
   for (const b of chunk) rxQueue.push(b);
   if (rxQueue.length - rxHead > RX_PAUSE && !stdinPaused) {
     stdinPaused = true;
@@ -182,6 +211,7 @@ function drainTx() {
 function flushTx() {
   if (txBuf.length) {
     const out = Buffer.from(txBuf);
+    bytesOut += out.length;
     txBuf = [];
     try {
       fs.writeSync(1, out);
@@ -232,5 +262,14 @@ if (opts.timeoutS > 0) {
       (rp2040.core.PC >>> 0).toString(16) + ")\n");
     finish(3);
   }, opts.timeoutS * 1000);
+}
+if (debug) {
+  setInterval(() => {
+    process.stderr.write("[debug] t=" + (clock.nanos / 1e6).toFixed(1) + "ms PC=0x" +
+      (rp2040.core.PC >>> 0).toString(16) + " uart0 ris=0x" + uart.interruptStatus.toString(16) +
+      " imsc=0x" + uart.interruptMask.toString(16) + " rx=" + uart.rxFIFO.itemCount +
+      " rxq=" + (rxQueue.length - rxHead) + " tx=" + txFifo + " in=" + bytesIn + " fed=" +
+      bytesFed + " out=" + bytesOut + "\n");
+  }, 500).unref();
 }
 step();
