@@ -14,8 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
