@@ -89,7 +89,8 @@ test-stress: setup
 	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
 
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
-## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap; NDN face; mesh
+## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap (and
+## heap and UART rate on the emulated Pico against the line's limit); NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
 bench: setup firmware
 	$(PY) bench/codec/run.py
@@ -97,6 +98,7 @@ bench: setup firmware
 	$(PY) bench/board_link/run.py
 	$(PY) bench/gateway/run.py
 	$(PY) bench/firmware/run.py
+	$(PY) bench/firmware/pico.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py
 	$(PY) bench/gossip/run.py
