@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "host"))
 from e2e import free_port  # noqa: E402
 from pubmote_bridge import fwbuild  # noqa: E402
-from pubmote_bridge.emu import UART_BAUD, PicoBoard  # noqa: E402
+from pubmote_bridge.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  # noqa: E402
 from pubmote_bridge.sim import end_process  # noqa: E402
 
 NAME = "pico1"
@@ -58,8 +58,41 @@ class Board:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
+# Node() on its own, as a board with a frozen app has it: the probe's few lines are the only
+# code in RAM (the bench app below is compiled from /lib into RAM, and counts in its figures)
+PROBE = b"""import gc
+gc.collect()
+print("BENCH heap.boot %d" % gc.mem_alloc())
+import asyncio
+gc.collect()
+print("BENCH heap.asyncio %d" % gc.mem_alloc())
+from pubmote_wire import cbor, framing, interest, data, notify, name, tlv, lp
+gc.collect()
+print("BENCH heap.wire %d" % gc.mem_alloc())
+from pubmote_node.node import Node
+from pubmote_node import demo
+gc.collect()
+print("BENCH heap.imports %d" % gc.mem_alloc())
+node = Node({"name": "pico1", "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud": 115200})
+gc.collect()
+print("BENCH heap.node_only %d" % gc.mem_alloc())
+print("PROBE" + "-DONE")
+"""
+
+
+def probe() -> dict[str, int]:
+    with tempfile.TemporaryDirectory(prefix="pubmote-pico-probe-") as tmp:
+        fs = make_fs_image({"/main.py": PROBE}, Path(tmp) / "probe.lfs")
+        usb = Path(tmp) / "usb.log"
+        subprocess.run(runner_cmd(fs, usb_log=usb, fast=True, exit_on="PROBE-DONE",
+                                  timeout_s=120), stdin=subprocess.DEVNULL, timeout=180)
+        text = usb.read_text(errors="replace") if usb.exists() else ""
+    return {k: int(v) for k, v in re.findall(r"^BENCH (\S+) (-?\d+)", text, re.M)}
+
+
 def main() -> int:
     fwbuild.build("pico", progress=lambda line: None)
+    node_only = probe()
     sp_pub = "tcp://127.0.0.1:%d" % free_port()
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
     with tempfile.TemporaryDirectory(prefix="pubmote-pico-bench-") as tmp:
@@ -101,6 +134,7 @@ def main() -> int:
             pub.close()
             end_process(bridge, signal.SIGINT, 15)
             board.close()
+    r.update(node_only)
     report(r, dict(wire), wall_s)
     return 0
 
@@ -110,7 +144,13 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
           % UART_BAUD)
     print("  heap (gc.mem_alloc after gc.collect), goal <= %d B after Node(), <= %d B after "
           "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
-    rows = (("after Node()", "heap.after_node"), ("link up, registered", "heap.connected"),
+    print("  (the probe: Node() alone, as with a frozen app; the bench app's figures include "
+          "its own code, compiled into RAM from /lib)")
+    rows = (("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio"),
+            ("pubmote_wire imported (probe)", "heap.wire"),
+            ("pubmote imported (probe)", "heap.imports"),
+            ("after Node() (probe)", "heap.node_only"),
+            ("bench app: after Node()", "heap.after_node"), ("link up, registered", "heap.connected"),
             ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
             ("after 500 received", "heap.recv_half"), ("after 1,000 received", "heap.after_recv"))
     for label, key in rows:

@@ -14,9 +14,10 @@ def _exists(path):
 
 
 if _exists("/main.py"):
+    # compiled first, so that the source text is garbage before the script runs
     with open("/main.py") as _f:
-        _src = _f.read()
-    exec(_src, {"__name__": "__main__"})
+        _code = compile(_f.read(), "/main.py", "exec")
+    exec(_code, {"__name__": "__main__"})
 elif _exists("/pubmote_config.json"):
     from pubmote_node import boot
 
