@@ -1,4 +1,5 @@
 # Tests of pubmote_wire.cbor: RFC 8949 Appendix A examples for the subset, bounds, malformed input.
+# unix-heap: 80k  (compiling the float tables of both widths from source; the 64-bit port doubles every object)
 import struct
 
 from pubmote_wire import cbor
