@@ -5,12 +5,14 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: deb setup test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
+.PHONY: deb setup firmware test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
 
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
 # (the simulated board's REPL pty for mpremote); mosquitto, the MQTT broker make bench
 # compares a board's acked publishes with.
 DEB_PACKAGES := nanomsg-utils socat mosquitto
+# The RP2040 firmware build (pubmote firmware build): the ARM toolchain, newlib, cmake.
+DEB_PACKAGES += gcc-arm-none-eabi libnewlib-arm-none-eabi cmake build-essential
 # Java for Spark (pubmote pipeline), when no java is on PATH: Spark 4.3 needs 17 or newer.
 JAVA_PACKAGE := openjdk-17-jre-headless
 
@@ -55,6 +57,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+## make firmware: MicroPython's rp2 port for the Pico with pubmote frozen in, in
+##   build/firmware/pico/ (cached by a hash of its inputs: seconds when nothing changed;
+##   about a minute cold). The tree: ../shared/rp2040/ beside this checkout, or MICROPY_DIR.
+firmware: setup
+	$(BIN)/pubmote firmware build --board pico
+
 lint: setup
 	$(BIN)/ruff check shared firmware host tests bench
 	$(BIN)/mypy
@@ -62,13 +70,14 @@ lint: setup
 # the tests are independent (ports reserved per process, peers per module): spread over
 # workers, the Spark tests together on one (tests/conftest.py)
 TEST_WORKERS ?= 3
-test-cpython: setup
+test-cpython: setup firmware
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-test-micropython: setup
+test-micropython: setup firmware
 	$(PY) tests/run_shared.py
 
-## make test: lint, then every test on CPython, then the shared tests on both MicroPythons
+## make test: lint, then every test on CPython (the HIL suite on the emulated Pico too), then
+##   the shared tests on the MicroPython unix and WebAssembly ports and the emulated RP2040
 test: lint test-cpython test-micropython
 
 ## make test-stress RUNS=5 HOG=2: the CPython suite RUNS times in a row, in a new random
@@ -80,14 +89,16 @@ test-stress: setup
 	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
 
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
-## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap; NDN face; mesh
+## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap (and
+## heap and UART rate on the emulated Pico against the line's limit); NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
-bench: setup
+bench: setup firmware
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
 	$(PY) bench/board_link/run.py
 	$(PY) bench/gateway/run.py
 	$(PY) bench/firmware/run.py
+	$(PY) bench/firmware/pico.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py
 	$(PY) bench/gossip/run.py
@@ -97,8 +108,10 @@ bench: setup
 ## make run: the bridge with two simulated boards running the demo, and the live view
 ## make run PIPELINE=1: the same, journaled into build/run/journal, which the streaming
 ##   pipeline follows in the background into build/run/tables (its log: build/run/pipeline.log)
-RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
-run: setup
+## make run SIM_KIND=pico: the same with two emulated Picos (the real rp2 firmware in rp2040js)
+SIM_KIND ?= unix
+RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sim-kind $(SIM_KIND) --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
+run: setup $(if $(filter pico,$(SIM_KIND)),firmware)
 ifdef PIPELINE
 	@mkdir -p build/run
 	@echo "pipeline: following build/run/journal into build/run/tables (log: build/run/pipeline.log)"
@@ -124,7 +137,7 @@ deploy: setup
 	@test -n "$(PORT)" || { echo "make deploy needs PORT=... (and BOARD=, NAME=)"; exit 2; }
 	$(BIN)/pubmote deploy --board $(BOARD) --port $(PORT) --name $(NAME) $(if $(LINK),--link $(LINK)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
-hil: setup
+hil: setup firmware
 	$(PY) -m pytest -q tests/hil $(if $(PORT),--board-port $(PORT) --board $(BOARD))
 
 ## make fuzz: coverage-guided fuzzing of every parser, FUZZ_SECONDS per target (default 30)

@@ -2,8 +2,11 @@
 
 Runtimes: the unix port (64-bit) under -X heapsize=64k, from source and from .mpy files
 compiled by mpy-cross; the 32-bit WebAssembly MicroPython under node, from source and from
-.mpy. CPython runs the same files under pytest (make test does both). Exit status is
-non-zero if any test fails, any file dies before reporting, or a runtime runs no tests.
+.mpy; `rp2040`: the real rp2 port (`pubmote firmware build --board pico`, single-precision
+floats, pubmote frozen into the firmware) on an emulated Pico (rp2040js), every file in one
+boot, the test files and vectors in a littlefs image in its flash. CPython runs the same
+files under pytest (make test does both). Exit status is non-zero if any test fails, any
+file dies before reporting, or a runtime runs no tests.
 """
 
 from __future__ import annotations
@@ -80,10 +83,67 @@ def run_wasm(lib: Path, files: list[Path]) -> str:
     return p.stdout + p.stderr
 
 
+RP2040_DONE = "PUBMOTE-SHARED-DONE"
+# the board's main.py: every test file in one boot, each imported, run and dropped again so
+# the next one has the heap; a file that dies is reported and the run goes on
+RP2040_MAIN = """\
+import gc
+import sys
+import time
+sys.path.insert(0, "/tests/shared")
+import runner
+for mod in @MODULES@:
+    t0 = time.ticks_ms()
+    try:
+        m = __import__(mod)
+        runner.main(m.__dict__, mod)
+    except Exception as e:
+        print("ERROR %s died: %s" % (mod, type(e).__name__))
+        sys.print_exception(e)
+    m = None
+    sys.modules.pop(mod, None)
+    gc.collect()
+    print("TIME %s %d ms (emulated)" % (mod, time.ticks_diff(time.ticks_ms(), t0)))
+print("@DONE@")
+""".replace("@DONE@", RP2040_DONE)
+
+
+def run_rp2040(files: list[Path]) -> str:
+    """All files on the emulated Pico, in one boot; pubmote_wire is the firmware's frozen
+    copy (built, or taken from the build cache, first)."""
+    sys.path.insert(0, str(ROOT / "host"))
+    from pubmote_bridge import emu, fwbuild
+
+    try:
+        fwbuild.build("pico", progress=lambda line: print("  firmware: " + line, flush=True))
+    except fwbuild.BuildError as e:
+        return "ERROR rp2040 firmware: %s\n" % e
+    image: dict[str, bytes] = {}
+    for f in TESTS.glob("*.py"):
+        image["/tests/shared/" + f.name] = f.read_bytes()
+    for f in VECTORS.rglob("*"):
+        if f.is_file():
+            image["/tests/vectors/" + f.relative_to(VECTORS).as_posix()] = f.read_bytes()
+    image["/main.py"] = RP2040_MAIN.replace("@MODULES@", repr([f.stem for f in files])).encode()
+    with tempfile.TemporaryDirectory(prefix="pubmote-rp2040-") as tmp:
+        fs = emu.make_fs_image(image, Path(tmp) / "tests.lfs")
+        usb = Path(tmp) / "usb.log"
+        cmd = emu.runner_cmd(fs, usb_log=usb, fast=True, exit_on=RP2040_DONE,
+                             timeout_s=TIMEOUT_S)
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=TIMEOUT_S + 30)
+        out = usb.read_text(errors="replace") if usb.exists() else ""
+    if p.returncode != 0:
+        out += "ERROR the emulated Pico exited %d: %s\n" % (p.returncode, p.stderr.strip())
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", help="only test files whose name contains this")
     ap.add_argument("-v", action="store_true", help="print every runtime's full output")
+    ap.add_argument("--only", metavar="WORD",
+                    help="only the runtimes whose label contains WORD (unix, wasm, rp2040)")
     ap.add_argument("--heap", default="64k", help="unix port heap size (default 64k)")
     args = ap.parse_args()
     files = sorted(TESTS.glob("test_*.py"))
@@ -102,7 +162,10 @@ def run_all(files: list[Path], mpy: Path, args: argparse.Namespace) -> int:
         ("micropython unix 64-bit, heap %s, .mpy" % args.heap, lambda: run_unix(mpy, files, args.heap)),
         ("micropython wasm 32-bit, source", lambda: run_wasm(SHARED, files)),
         ("micropython wasm 32-bit, .mpy", lambda: run_wasm(mpy, files)),
+        ("rp2040 (emulated Pico, frozen, float32)", lambda: run_rp2040(files)),
     ]
+    if args.only:
+        runs = [r for r in runs if args.only in r[0]]
     bad = 0
     for label, fn in runs:
         text = fn()

@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "journal_max_age_s": 60.0,
     "journal_fsync": "rotate",
     "sim_boards": 0,
+    "sim_kind": "unix",
     "sim_dir": None,
     "sim_period_ms": 1000,
     "sim_app": "demo",
@@ -217,13 +218,15 @@ class Bridge:
                 self._tmp = tempfile.TemporaryDirectory(prefix="pubmote-sim-")
                 workdir = self._tmp.name
             app_dir = cfg["sim_app_dir"]
-            self.fleet = SimFleet(int(cfg["sim_boards"]), Path(workdir),
+            self.fleet = SimFleet(int(cfg["sim_boards"]), Path(workdir), kind=cfg["sim_kind"],
                                   period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
                                   app_dir=Path(app_dir) if app_dir else None,
                                   extra=dict(cfg["sim_app_config"]))
             self.fleet.start()
             for b in self.fleet.boards:
-                if b.config["link"] == "pty":  # others dial our --tcp/--udp faces
+                # boards on a cable (pty: the unix port; uart: an emulated Pico); others
+                # dial our --tcp/--udp faces
+                if b.config["link"] in ("pty", "uart"):
                     self._add_serial(b.port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
         if cfg["retained"]:
             from .dht.retained import from_config

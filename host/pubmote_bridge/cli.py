@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--sim-boards", type=int, metavar="N",
                    help="start N simulated boards (sim1..simN: the MicroPython unix port "
                         "running the firmware, each on a pty opened like a real board)")
+    b.add_argument("--sim-kind", choices=("unix", "pico"),
+                   help="what the simulated boards are: unix (default: the MicroPython unix "
+                        "port, fast) or pico (an emulated Raspberry Pi Pico running the real "
+                        "rp2 firmware of `pubmote firmware build` in rp2040js, its UART0 at "
+                        "115200 baud on the pty; config in a littlefs image in its flash)")
     b.add_argument("--sim-dir", metavar="DIR",
                    help="where the simulated boards' ptys, configs and logs go "
                         "(default: a temporary directory removed at exit)")
@@ -163,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "running; a bridge opens DIR/simK.tty with --serial. Ctrl-C stops them.")
     s.add_argument("--boards", type=int, default=2, metavar="N", help="how many (default 2)")
     s.add_argument("--dir", required=True, metavar="DIR", help="where the ptys go")
+    s.add_argument("--kind", choices=("unix", "pico"), default="unix",
+                   help="unix (default: the MicroPython unix port) or pico (emulated Picos "
+                        "running the firmware of `pubmote firmware build`)")
     s.add_argument("--period-ms", type=int, default=1000, metavar="MS",
                    help="demo publishing period (default 1000)")
     s.add_argument("--app", default="demo", metavar="MODULE",
@@ -172,15 +180,43 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--app-config", default="{}", metavar="JSON",
                    help="extra keys for every board's config, as a JSON object")
 
+    fw = sub.add_parser(
+        "firmware", help="build MicroPython firmware with pubmote frozen in",
+        description="Firmware images with pubmote compiled in (firmware/manifest.py).")
+    fws = fw.add_subparsers(dest="fw_command", metavar="ACTION", required=True)
+    fb = fws.add_parser(
+        "build", help="build the firmware (cached: unchanged inputs build in seconds)",
+        description="Build MicroPython's port for the board with pubmote_wire, pubmote_node "
+                    "and a main.py that starts pubmote's app frozen in, and write "
+                    "OUT/firmware.uf2 and OUT/firmware.bin. The MicroPython tree is "
+                    "--micropython DIR, else $MICROPY_DIR, else ../shared/rp2040/"
+                    "micropython-1.27.0-rp2-src.tar.xz beside this repository, unpacked "
+                    "into build/firmware/. Builds are cached in build/firmware/cache/ by a "
+                    "hash of every input (tree, manifest, frozen sources, toolchain).",
+        epilog="Toolchain (Debian/Ubuntu): sudo apt-get install -y gcc-arm-none-eabi "
+               "libnewlib-arm-none-eabi cmake build-essential. esp32 needs ESP-IDF "
+               "(IDF_PATH set by its export.sh).")
+    fb.add_argument("--board", default="pico", choices=("pico", "pico_w", "esp32"),
+                    help="pico (RPI_PICO, default), pico_w (RPI_PICO_W), esp32 (ESP32_GENERIC)")
+    fb.add_argument("--micropython", metavar="DIR",
+                    help="a MicroPython source tree with its submodules (default: "
+                         "$MICROPY_DIR, else the tarball in ../shared/rp2040/)")
+    fb.add_argument("--out", metavar="DIR",
+                    help="where firmware.uf2 and firmware.bin go (default build/firmware/BOARD)")
+
     f = sub.add_parser(
         "flash", help="put MicroPython on a board (esptool for ESP32, UF2 for RP2040)",
         description="Flash MicroPython firmware. ESP32 family: esptool with the chip and "
                     "offset of the board profile (ESP32 0x1000; S3/C3/C6 0x0). RP2040: the "
                     "UF2 is copied to the RPI-RP2 BOOTSEL drive (the board is put into its "
                     "bootloader with mpremote first if --port is given).")
-    f.add_argument("--board", required=True, help="board type: esp32, rp2040")
+    f.add_argument("--board", required=True,
+                   help="board type: esp32, rp2040, or pico / pico_w (an RP2040 with the "
+                        "firmware `pubmote firmware build` made)")
     f.add_argument("--port", help="serial port (required for ESP32)")
-    f.add_argument("--firmware", required=True, metavar="FILE", help=".bin (ESP32) or .uf2")
+    f.add_argument("--firmware", metavar="FILE",
+                   help=".bin (ESP32) or .uf2; for pico / pico_w the default is "
+                        "build/firmware/BOARD/firmware.uf2 from `pubmote firmware build`")
     f.add_argument("--erase", action="store_true", help="erase the whole flash first")
     f.add_argument("--chip", help="ESP32 variant: esp32 (default), esp32s3, esp32c3, esp32c6")
     f.add_argument("--connect-attempts", type=int, metavar="N",
@@ -256,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         return _bridge(args)
     if args.command == "flash":
         return _flash(args)
+    if args.command == "firmware":
+        return _firmware(args)
     if args.command == "deploy":
         return _deploy(args)
     if args.command == "simdev":
@@ -286,11 +324,39 @@ def _dissect(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _firmware(args: argparse.Namespace) -> int:
+    from .fwbuild import BuildError, build
+
+    try:
+        build(args.board, micropython=args.micropython,
+              out=Path(args.out) if args.out else None,
+              progress=lambda line: print(line, flush=True))
+    except BuildError as e:
+        print("pubmote firmware build: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
 def _flash(args: argparse.Namespace) -> int:
     from .flash import FlashError, FlashUsageError, flash
 
+    board, firmware = args.board, args.firmware
+    if board in ("pico", "pico_w"):
+        from .fwbuild import CACHE
+
+        if firmware is None:
+            firmware = str(CACHE / board / "firmware.uf2")
+            if not Path(firmware).is_file():
+                print("pubmote flash: no %s: run `pubmote firmware build --board %s` first "
+                      "(or pass --firmware FILE)" % (firmware, board), file=sys.stderr)
+                return 1
+        board = "rp2040"
+    if firmware is None:
+        print("pubmote flash: --firmware FILE is required for board %s" % board,
+              file=sys.stderr)
+        return 2
     try:
-        flash(args.board, args.port, args.firmware, erase=args.erase, chip=args.chip,
+        flash(board, args.port, firmware, erase=args.erase, chip=args.chip,
               connect_attempts=args.connect_attempts)
     except (FlashUsageError, ValueError) as e:  # ValueError: an unknown board
         print("pubmote flash: %s" % e, file=sys.stderr)
@@ -366,7 +432,7 @@ def _bridge(args: argparse.Namespace) -> int:
     from .bridge import load_config
 
     overrides: dict[str, Any] = {
-        "sim_boards": args.sim_boards, "sim_dir": args.sim_dir,
+        "sim_boards": args.sim_boards, "sim_kind": args.sim_kind, "sim_dir": args.sim_dir,
         "sim_period_ms": args.sim_period_ms, "sim_app": args.sim_app,
         "sim_app_dir": args.sim_app_dir,
         "sim_app_config": args.sim_app_config,
@@ -445,7 +511,8 @@ async def _sim(args: argparse.Namespace) -> None:
     from .sim import SimFleet
 
     extra = _json_object(args.app_config, "--app-config") or {}
-    fleet = SimFleet(args.boards, Path(args.dir), period_ms=args.period_ms, app=args.app,
+    fleet = SimFleet(args.boards, Path(args.dir), kind=args.kind, period_ms=args.period_ms,
+                     app=args.app,
                      app_dir=Path(args.app_dir) if args.app_dir else None, extra=extra)
     fleet.start()
     try:

@@ -40,7 +40,7 @@ _INTS = ("sim_boards", "sim_period_ms", "journal_max_bytes", "timeout_ms", "boar
 _FLOATS = ("journal_max_age_s", "dht_timeout_s")
 _STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
          "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",
-         "dht_host")
+         "dht_host", "sim_kind")
 
 
 def check(cfg: dict[str, Any]) -> None:
@@ -64,6 +64,11 @@ def check(cfg: dict[str, Any]) -> None:
     if not isinstance(cfg.get("sim_app_config", {}), dict):
         raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
                           % (_where("sim_app_config"), cfg["sim_app_config"]))
+    from .sim import SIM_KINDS
+
+    if cfg.get("sim_kind", "unix") not in SIM_KINDS:
+        raise ConfigError("%s: one of %s, not %r"
+                          % (_where("sim_kind"), ", ".join(SIM_KINDS), cfg["sim_kind"]))
     if not 0 <= cfg.get("sim_boards", 0) <= 64:
         raise ConfigError("%s: 0 to 64 simulated boards, not %d"
                           % (_where("sim_boards"), cfg["sim_boards"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -129,9 +130,21 @@ def _flash_uf2(port: str | None, firmware: str, progress: Callable[[str], None])
         while drive is None and time.monotonic() < deadline:
             time.sleep(0.5)
             drive = find_uf2_drive()
+    if drive is None and shutil.which("picotool"):
+        # no drive mounted (a headless gateway): picotool talks to the BOOTSEL bootloader, or
+        # to a running board it can reboot (-f), over USB itself
+        progress("no RPI-RP2 drive mounted: loading %s with picotool" % firmware)
+        p = subprocess.run(["picotool", "load", "-x", "-f", firmware], capture_output=True,
+                           text=True, timeout=120)
+        if p.returncode != 0:
+            last = (p.stderr or p.stdout).strip().splitlines()
+            raise FlashError("picotool failed: %s" % (last[-1] if last else "no output"))
+        progress("done: the board runs the new firmware")
+        return
     if drive is None:
         raise FlashError("no RPI-RP2 drive found: hold BOOTSEL while plugging the board in "
-                         "(or set PUBMOTE_UF2_DRIVE to where it is mounted)")
+                         "(or set PUBMOTE_UF2_DRIVE to where it is mounted, or install "
+                         "picotool)")
     size = os.path.getsize(firmware)
     progress("copying %s (%d kB) to %s" % (firmware, size // 1024, drive))
     done = 0

@@ -257,18 +257,39 @@ class SimBoard:
             self.cable.pull()
 
 
-class SimFleet:
-    """`n` simulated boards named sim1..simN in workdir (created if missing)."""
+SIM_KINDS = ("unix", "pico")
 
-    def __init__(self, n: int, workdir: Path, **board_kw: object) -> None:
+
+class SimFleet:
+    """`n` simulated boards named sim1..simN in workdir (created if missing). kind "unix":
+    the MicroPython unix port (fast, many boards); "pico": emulated Picos running the real
+    rp2 firmware (emu.PicoBoard), on the same kind of pty cable."""
+
+    def __init__(self, n: int, workdir: Path, kind: str = "unix", **board_kw: object) -> None:
         if n < 1 or n > 64:
             raise ValueError("--sim-boards takes 1..64 boards")
+        if kind not in SIM_KINDS:
+            raise ValueError("--sim-kind is one of %s, not %r" % (", ".join(SIM_KINDS), kind))
         workdir.mkdir(parents=True, exist_ok=True)
-        self.boards = [SimBoard("sim%d" % (i + 1), workdir, **board_kw)  # type: ignore[arg-type]
-                       for i in range(n)]
+        self.kind = kind
+        self.boards: list[SimBoard] = []
+        for i in range(n):
+            if kind == "pico":
+                from .emu import PicoBoard
+
+                self.boards.append(PicoBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
+            else:
+                self.boards.append(SimBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
 
     def start(self) -> None:
-        micropython_exe()  # fail early, with the hint, before any pty is made
+        # fail early, with the hint, before any pty is made
+        if self.kind == "pico":
+            from .emu import firmware_bin, node_exe
+
+            node_exe()
+            firmware_bin()
+        else:
+            micropython_exe()
         for b in self.boards:
             b.start()
 

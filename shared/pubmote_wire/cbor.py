@@ -1,9 +1,15 @@
 # A small CBOR (RFC 8949) subset for envelopes: ints (to 64 bits), bytes, text, arrays,
 # maps, false/true/null and floats; definite lengths only, no tags.
 # Encoding: ints in the shortest head (preferred serialisation); map keys sorted bytewise
-# by their encoding (RFC 8949 4.2.1) so that CPython and MicroPython emit the same bytes;
-# floats always as 64-bit doubles (exact, and what cbor2 emits by default). Decoding accepts half, single
-# and double floats. Nesting is limited to 16 levels; no length is trusted before the
+# by their encoding (RFC 8949 4.2.1) so that CPython and MicroPython emit the same bytes.
+# Floats, the same on every runtime (docs/protocols/cbor-floats.md): RFC 8949 4.2.2
+# preferred serialisation, the shortest of half (3 bytes), single (5) and double (9) that
+# holds the value exactly; every NaN as the half f97e00. A float32 value (all a
+# single-precision board such as an RP2040 or ESP32 has) therefore travels as the same
+# 5 or 3 bytes from every runtime, and only a value that needs a double is sent as one.
+# Decoding accepts all three widths; a single-precision runtime keeps the nearest float32
+# of a double (IEEE round-to-nearest-even; beyond float32's range: infinity).
+# Nesting is limited to 16 levels; no length is trusted before the
 # bytes exist (each item needs at least one byte, so a count is checked against them).
 import struct
 
@@ -52,6 +58,47 @@ def _write_head(buf, off, major, arg):
     return 1 + w
 
 
+_F32 = bytearray(4)  # scratch for the float-width check: no allocation per float
+
+
+def _float_head(x):
+    """(CBOR initial byte, IEEE bits as an int or None for the double itself) of float x in
+    its preferred width. The float32 bits are read byte by byte: on a 32-bit board an int
+    above 2**30 would be a heap object."""
+    if x != x:
+        return 0xF9, 0x7E00
+    try:
+        struct.pack_into(">f", _F32, 0, x)
+    except OverflowError:  # CPython: too large for a float32
+        return 0xFB, None
+    if struct.unpack_from(">f", _F32, 0)[0] != x:
+        return 0xFB, None
+    b0 = _F32[0]
+    b1 = _F32[1]
+    sign = (b0 & 0x80) << 8
+    exp = ((b0 & 0x7F) << 1) | (b1 >> 7)
+    mant = ((b1 & 0x7F) << 16) | (_F32[2] << 8) | _F32[3]
+    if exp == 0xFF:  # infinity (NaN was handled above)
+        return 0xF9, sign | 0x7C00
+    if exp == 0 and mant == 0:
+        return 0xF9, sign
+    if exp:
+        e = exp - 127
+        if -14 <= e <= 15 and not mant & 0x1FFF:
+            return 0xF9, sign | ((e + 15) << 10) | (mant >> 13)
+        if -24 <= e < -14:  # a half subnormal: m * 2**-24 with m < 1024
+            m = mant | 0x800000
+            shift = -1 - e
+            if not m & ((1 << shift) - 1):
+                return 0xF9, sign | (m >> shift)
+    return 0xFA, -1  # the float32 bits are in _F32
+
+
+def _float_size(x):
+    ib = _float_head(x)[0]
+    return 3 if ib == 0xF9 else (5 if ib == 0xFA else 9)
+
+
 def _text_bytes(s):
     return s.encode("utf-8")
 
@@ -71,7 +118,7 @@ def size(obj, depth=0):
             raise EncodeError("int too small for CBOR")
         return _head_size(-1 - obj)
     if t is float:
-        return 9
+        return _float_size(obj)
     if t is bytes or t is bytearray or t is memoryview:
         n = len(obj)
         return _head_size(n) + n
@@ -116,7 +163,15 @@ def _enc(buf, off, obj):
             return _write_head(buf, off, 0, obj)
         return _write_head(buf, off, 1, -1 - obj)
     if t is float:
-        buf[off] = 0xFB
+        ib, bits = _float_head(obj)
+        buf[off] = ib
+        if ib == 0xF9:
+            buf[off + 1] = bits >> 8
+            buf[off + 2] = bits & 0xFF
+            return 3
+        if ib == 0xFA:
+            buf[off + 1 : off + 5] = _F32
+            return 5
         struct.pack_into(">d", buf, off + 1, obj)
         return 9
     if t is str:
@@ -178,6 +233,19 @@ def _ieee(bits, exp_bits, mant_bits):
     else:
         v = math.ldexp(mant + (1 << mant_bits), exp - bias)
     return -v if bits >> (exp_bits + mant_bits) else v
+
+
+_NAN = float("nan")
+
+
+def _nan64(buf, p):
+    # exponent all ones (checked by the caller) and a mantissa that is not zero
+    if buf[p + 1] & 0x0F:
+        return True
+    for i in range(p + 2, p + 8):
+        if buf[i]:
+            return True
+    return False
 
 
 def _half(h):
@@ -247,6 +315,10 @@ def _dec(buf, off, end, depth):
             if ai == 26:
                 bits = (buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
                 return _ieee(bits, 8, 23), 5
+            if (buf[p] & 0x7F) == 0x7F and buf[p + 1] >= 0xF0 and _nan64(buf, p):
+                # by hand: the RP2040's double-to-float conversion turns a NaN into
+                # infinity (found on the rp2 port)
+                return _NAN, 9
             return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
         arg = 0
         for i in range(p, p + w):

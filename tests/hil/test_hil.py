@@ -1,15 +1,20 @@
-"""Hardware-in-the-loop: deploy, boot, publish and subscribe through a bridge, reconnect
-after a board reset and after a bridge restart, and the board's own memory report. One
-suite, two targets: the simulated board (default: the unix port behind a socat pty, driven
-by mpremote) and a real board (--board-port PORT --board TYPE). Every wait is bounded."""
+"""Hardware-in-the-loop: deploy, boot, publish and subscribe through a bridge, filters,
+reconnect after a board reset and after a bridge restart, garbage on the line, and the
+board's own memory report. One suite, three targets: the simulated board (the unix port
+behind a socat pty, driven by mpremote), the emulated Pico (the real rp2 firmware with
+pubmote frozen in, in rp2040js, its UART0 at 115200 baud on a pty: the real-board code path
+of frozen firmware, UART link and `machine`), and a real board (--board-port PORT --board
+TYPE). Every wait is bounded."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +44,7 @@ class Target:
     sp_sub: str = field(default_factory=lambda: "tcp://127.0.0.1:%d" % free_port())
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     bridge: subprocess.Popen[bytes] | None = None
+    pico: EmulatedPico | None = None
 
     def start_bridge(self) -> None:
         self.bridge = subprocess.Popen(
@@ -51,7 +57,45 @@ class Target:
         self.bridge = None
 
 
-@pytest.fixture(scope="module", params=["simulated", "real"])
+class EmulatedPico:
+    """An emulated Pico (pubmote_bridge.emu.PicoBoard) whose pty cable is relayed by an
+    event loop in a thread of this process: the test can power-cycle the board and put
+    garbage on its line, as with a board on the bench."""
+
+    def __init__(self, tmp: Path) -> None:
+        from pubmote_bridge import fwbuild
+        from pubmote_bridge.emu import PicoBoard
+
+        fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        # its configuration reaches it as a littlefs image in its flash, as a real board's
+        # would without mpremote (the emulated flash cannot be written by the firmware)
+        self.board = PicoBoard(NAME, tmp, period_ms=PERIOD_MS)
+        self.call(self.board.start)
+
+    def call(self, fn: Callable[..., object], *args: object) -> object:
+        async def run() -> object:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def reset(self) -> None:
+        self.call(self.board.reset)
+
+    def garbage(self, data: bytes) -> None:
+        self.call(self.board.cable.inject, 0, data)  # towards the board
+        self.call(self.board.cable.inject, 1, data)  # towards the bridge
+
+    def close(self) -> None:
+        self.call(self.board.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture(scope="module", params=["simulated", "emulated", "real"])
 def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[Target]:
     tmp = tmp_path_factory.mktemp("hil")
@@ -61,6 +105,9 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             pytest.skip(ENABLE)
         board = request.config.getoption("--board")
         t = Target("real", board, port, request.config.getoption("--bridge-port") or port, tmp)
+    elif request.param == "emulated":
+        pico = EmulatedPico(tmp)
+        t = Target("emulated", "pico", "", pico.board.port, tmp, pico=pico)
     else:
         t = Target("simulated", "unix", str(tmp / "repl"), str(tmp / "tty"), tmp)
         sim = subprocess.Popen([PUBMOTE, "simdev", "--dir", str(tmp)],
@@ -73,6 +120,8 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     t.stop_bridge()
     for p in t.procs:
         end_process(p, signal.SIGINT, 15)
+    if t.pico is not None:
+        t.pico.close()
 
 
 def _deploy(t: Target) -> str:
@@ -131,6 +180,10 @@ def _command(t: Target, payload: bytes, sub: Sub, reply_prefix: bytes,
 @pytest.mark.timeout(600)
 def test_hil_suite(target: Target) -> None:
     t = target
+    t0 = time.monotonic()
+
+    def phase(what: str) -> None:  # where the time goes, in the -s / -rP output
+        print("\n[%s %.1f s] %s" % (t.kind, time.monotonic() - t0, what))
     if t.kind == "simulated":
         # mip installs pubmote from this checkout too (firmware/package.json, relative urls)
         root = Path(__file__).resolve().parents[2]
@@ -139,44 +192,75 @@ def test_hil_suite(target: Target) -> None:
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stdout + p.stderr
         assert (t.tmp / "flash" / "mip-lib" / "pubmote_wire" / "notify.py").is_file()
-    # deploy, and a second deploy copies nothing
-    out = _deploy(t)
-    assert "verified" in out
-    again = _deploy(t)
-    assert "0 copied" in again, again
+    if t.kind != "emulated":
+        # deploy, and a second deploy copies nothing (the emulated Pico has pubmote frozen
+        # in its firmware and its config in the flash image it booted from)
+        out = _deploy(t)
+        assert "verified" in out
+        again = _deploy(t)
+        assert "0 copied" in again, again
     # boot: the board publishes through the bridge
+    phase("bridge start")
     t.start_bridge()
     sub = Sub(t.sp_pub)
     try:
         first = _reading(sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
                                   "reading after boot"))
         assert "celsius" in first
+        phase("first reading")
         # subscribe: a command reaches the board, which answers on .../ack
-        ack = _command(t, b"hello-board", sub, b"/pubmote/demo/%s/ack|" % NAME.encode())
+        ack = _command(t, b"hello-board", sub, b"/pubmote/demo/%s/ack|hello-board" % NAME.encode())
         assert ack == b"/pubmote/demo/%s/ack|hello-board" % NAME.encode(), ack
-        # the board's own memory report after boot, then after 1,000 messages
+        # filters: a topic the board did not subscribe to never crosses its link (the
+        # bridge filters; the board counts what it had to drop itself in `filtered`)
+        pub = pynng.Pub0()
+        pub.dial(t.sp_sub, block=False)
+        try:
+            for _ in range(20):
+                pub.send(b"/pubmote/demo/%s/commandeer|not-for-me" % NAME.encode())
+                time.sleep(0.02)
+        finally:
+            pub.close()
+        ack = _command(t, b"after-filter", sub, b"/pubmote/demo/%s/ack|after-filter" % NAME.encode())
+        assert ack == b"/pubmote/demo/%s/ack|after-filter" % NAME.encode(), ack
+        stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|" % NAME.encode()))
+        assert stats["filtered"] == 0, stats
+        # the board's own memory report after boot, then after 1,000 messages (200 emulated)
         stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|" % NAME.encode()))
         boot_free, boot_acked = int(stats["mem_free"]), int(stats["acked"])  # type: ignore[call-overload]
+        boot_alloc = int(stats.get("mem_alloc", 0))  # type: ignore[call-overload]
+        # 1,000 messages; 200 on the emulated Pico, whose acked publishes take ~100 ms of
+        # its time each, emulated at a fraction of real time (make bench runs its 1,000)
+        messages = 200 if t.kind == "emulated" else 1000
+        phase("%d messages" % messages)
         deadline = time.monotonic() + 240
         while True:
             stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|"
                                       % NAME.encode()))
-            if int(stats["acked"]) >= boot_acked + 1000:  # type: ignore[call-overload]
+            if int(stats["acked"]) >= boot_acked + messages:  # type: ignore[call-overload]
                 break
-            assert time.monotonic() < deadline, "fewer than 1,000 messages in 240 s"
+            assert time.monotonic() < deadline, "fewer than %d messages in 240 s" % messages
             time.sleep(1)
         later_free = int(stats["mem_free"])  # type: ignore[call-overload]
         print("\nboard memory: mem_free %d B after boot, %d B after %d more messages"
               % (boot_free, later_free, int(stats["acked"]) - boot_acked))  # type: ignore[call-overload]
         assert later_free >= boot_free - 4096, "the board leaks memory while publishing"
+        if t.kind == "emulated":
+            print("board heap: mem_alloc %d B after boot, %d B after %d more messages"
+                  % (boot_alloc, int(stats["mem_alloc"]),  # type: ignore[call-overload]
+                     int(stats["acked"]) - boot_acked))  # type: ignore[call-overload]
+        phase("reset")
         # reset the board: it boots again and publishes from seq 0
-        reset = [str(BIN / "mpremote"), "connect", t.port]
-        reset += ["resume", "soft-reset"] if t.kind == "simulated" else ["reset"]
-        if t.kind == "real":
-            t.stop_bridge()  # the REPL port may be the link too
-        subprocess.run(reset, capture_output=True, timeout=30)
-        if t.kind == "real":
-            t.start_bridge()
+        if t.pico is not None:
+            t.pico.reset()  # a power cycle: the emulator starts again from its flash
+        else:
+            reset = [str(BIN / "mpremote"), "connect", t.port]
+            reset += ["resume", "soft-reset"] if t.kind == "simulated" else ["reset"]
+            if t.kind == "real":
+                t.stop_bridge()  # the REPL port may be the link too
+            subprocess.run(reset, capture_output=True, timeout=30)
+            if t.kind == "real":
+                t.start_bridge()
         deadline = time.monotonic() + 60
         while True:
             r = _reading(sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
@@ -184,14 +268,28 @@ def test_hil_suite(target: Target) -> None:
             if int(r["seq"]) < 100:  # type: ignore[call-overload]
                 break
             assert time.monotonic() < deadline, "the board did not come back after a reset"
+        if t.pico is not None:
+            # garbage on the line, both ways: it costs the frames it hits, nothing more
+            bad_before = int(_reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|"
+                                               % NAME.encode()))["frames_bad"])  # type: ignore[call-overload]
+            t.pico.garbage(bytes((i * 37 + 11) & 0xFF for i in range(300)) + b"\x00")
+            ack = _command(t, b"after-garbage", sub,
+                           b"/pubmote/demo/%s/ack|after-garbage" % NAME.encode())
+            assert ack == b"/pubmote/demo/%s/ack|after-garbage" % NAME.encode(), ack
+            stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|"
+                                      % NAME.encode()))
+            assert int(stats["frames_bad"]) > bad_before, stats  # type: ignore[call-overload]
+        phase("bridge restart")
         # restart the bridge (kill -9): the board re-registers, traffic resumes
         t.stop_bridge(signal.SIGKILL)
         time.sleep(1)
         t.start_bridge()
         sub.wait(b"/pubmote/demo/%s/temperature|" % NAME.encode(), 60,
                  "reading after the bridge restarted")
-        ack = _command(t, b"after-restart", sub, b"/pubmote/demo/%s/ack|" % NAME.encode())
+        ack = _command(t, b"after-restart", sub,
+                       b"/pubmote/demo/%s/ack|after-restart" % NAME.encode())
         assert ack == b"/pubmote/demo/%s/ack|after-restart" % NAME.encode(), ack
+        phase("done")
     finally:
         sub.close()
         t.stop_bridge()

@@ -64,6 +64,7 @@ def test_dht_node_port_above_65535(tmp_path: Path) -> None:
     ('sim_boards = "two"\n', ("TOML key sim_boards", "whole number", "'two'")),
     ('sim_boards = 1\njournal_max_age_s = "x"\n', ("--journal-max-age ", "journal_max_age_s")),
     ('sim_boards = 1\ntimeout_ms = "soon"\n', ("TOML key timeout_ms", "whole number")),
+    ('sim_boards = 1\nsim_kind = "esp32"\n', ("TOML key sim_kind", "unix, pico", "'esp32'")),
     ("sim_boards = 1 x\n", ("--config", "not valid TOML", "line 1")),
     ('sim_boards = 1\ngatway = "typo"\n', ("unknown keys", "gatway")),
 ])

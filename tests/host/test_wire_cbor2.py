@@ -46,13 +46,13 @@ def _sorted_like_ours(obj: Any) -> Any:
     return obj
 
 
-def _has_infinity(obj: Any) -> bool:
+def _has_float(obj: Any) -> bool:
     if isinstance(obj, float):
-        return math.isinf(obj)
+        return True
     if isinstance(obj, list):
-        return any(_has_infinity(x) for x in obj)
+        return any(_has_float(x) for x in obj)
     if isinstance(obj, dict):
-        return any(_has_infinity(x) for x in obj.values())
+        return any(_has_float(x) for x in obj.values())
     return False
 
 
@@ -86,9 +86,9 @@ def test_cbor2_decodes_with_ours(value: Any) -> None:
 @settings(max_examples=300, deadline=None)
 @given(VALUES)
 def test_same_bytes_as_cbor2(value: Any) -> None:
-    # cbor2's default: shortest ints, doubles for finite floats (it writes infinities as
-    # halves; we keep doubles), insertion-ordered maps.
-    assume(not _has_infinity(value))
+    # cbor2's default: shortest ints, insertion-ordered maps; its floats are doubles, ours
+    # the preferred width (test_float_bytes_as_cbor2_canonical)
+    assume(not _has_float(value))
     value = _sorted_like_ours(value)
     assert cbor.dumps(value) == cbor2.dumps(value)
 
@@ -99,6 +99,15 @@ def test_float_widths(x: float) -> None:
     for data in (cbor2.dumps(x, canonical=True), cbor2.dumps(x)):
         got = cbor.loads(data)
         assert got == x or (math.isnan(got) and math.isnan(x))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(width=16, allow_nan=False) | st.floats(width=32, allow_nan=False)
+       | st.floats(allow_nan=False))
+def test_float_bytes_as_cbor2_canonical(x: float) -> None:
+    # RFC 8949 preferred serialisation, which cbor2 writes for a float in canonical mode
+    assert cbor.dumps([x]) == cbor2.dumps([x], canonical=True)
+    assert cbor.dumps(x) == cbor2.dumps(x, canonical=True)
 
 
 @settings(max_examples=300, deadline=None)

@@ -6,6 +6,8 @@ import sys
 
 def _runtime():
     impl = sys.implementation.name
+    if sys.platform == "rp2":  # the real RP2040 port (an emulated Pico in make test)
+        return "rp2040"
     if impl == "micropython":
         bits = 64 if sys.maxsize > 0x7FFFFFFF else 32
         return "micropython-%dbit" % bits

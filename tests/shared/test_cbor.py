@@ -1,4 +1,5 @@
 # Tests of pubmote_wire.cbor: RFC 8949 Appendix A examples for the subset, bounds, malformed input.
+# unix-heap: 80k  (compiling the float tables of both widths from source; the 64-bit port doubles every object)
 import struct
 
 from pubmote_wire import cbor
@@ -55,26 +56,63 @@ ROUNDTRIP = [
     (-25, "3818"),
 ]
 
-# Floats from Appendix A (decode only: we encode every float as a double).
+# Floats (docs/protocols/cbor-floats.md). SINGLE: this runtime's floats are IEEE single
+# precision (the RP2040 and ESP32 ports); the unix and WebAssembly ports and CPython use
+# doubles. Checked without the code under test: 1 + 2**-30 is 1 in single precision.
+import math  # noqa: E402
+
+SINGLE = 1.0 + math.ldexp(1.0, -30) == 1.0
+
+
+def f32(bits_hex):
+    """The float32 whose IEEE bits are bits_hex (exact on every runtime)."""
+    return struct.unpack(">f", unhex(bits_hex))[0]
+
+
+# Values every runtime holds exactly, written so that no decimal parser is involved (a
+# single-precision MicroPython parses some decimal literals one ulp off): (CBOR hex, value).
+# These decode to the value and, in the width given, encode to the same bytes everywhere.
 FLOATS = [
     ("f90000", 0.0),
     ("f93c00", 1.0),
-    ("fb3ff199999999999a", 1.1),
     ("f93e00", 1.5),
     ("f97bff", 65504.0),
     ("fa47c35000", 100000.0),
-    ("fa7f7fffff", 3.4028234663852886e38),
-    ("fb7e37e43c8800759c", 1.0e300),
-    ("f90001", 5.960464477539063e-8),
-    ("f90400", 0.00006103515625),
+    ("fa7f7fffff", math.ldexp(16777215.0, 104)),  # the largest float32
+    ("f90001", math.ldexp(1.0, -24)),  # the smallest half subnormal
+    ("f90003", math.ldexp(3.0, -24)),
+    ("f90400", math.ldexp(1.0, -14)),  # the smallest half normal
+    ("fa33000000", math.ldexp(1.0, -25)),  # below every half: a float32
+    ("fa477ff000", 65520.0),  # above the largest half
     ("f9c400", -4.0),
-    ("fbc010666666666666", -4.1),
     ("f97c00", float("inf")),
     ("f9fc00", float("-inf")),
+]
+# Inputs of other widths that decode to the same values (never what we write ourselves)
+FLOATS_OTHER_WIDTHS = [
+    ("fb3ff8000000000000", 1.5),
+    ("fa3fc00000", 1.5),
     ("fa7f800000", float("inf")),
     ("faff800000", float("-inf")),
     ("fb7ff0000000000000", float("inf")),
     ("fbfff0000000000000", float("-inf")),
+]
+# Where the width matters: (CBOR hex of the double, its value on a double runtime, the
+# float32 bits a single-precision runtime reads it as: the nearest, or infinity beyond
+# float32's range, IEEE round-to-nearest-even).
+DOUBLES = [
+    ("fb3ff199999999999a", 1.1, "3f8ccccd"),
+    ("fbc010666666666666", -4.1, "c0833333"),
+    ("fb3fb999999999999a", 0.1, "3dcccccd"),
+    ("fb7e37e43c8800759c", 1.0e300, "7f800000"),
+    ("fbfe37e43c8800759c", -1.0e300, "ff800000"),
+]
+# A float32 value travels as float32 from every runtime: (float32 bits, CBOR hex)
+SINGLES = [
+    ("3dcccccd", "fa3dcccccd"),  # 0.1 on a single-precision board
+    ("3f8ccccd", "fa3f8ccccd"),  # 1.1
+    ("c0833333", "fac0833333"),  # -4.1
+    ("41ac0000", "f94d60"),  # 21.5, a typical reading: half holds it
 ]
 NANS = ["f97e00", "fa7fc00000", "fb7ff8000000000000"]
 
@@ -121,7 +159,7 @@ def _bits(x):
 
 
 def test_float_decode():
-    for hx, value in FLOATS:
+    for hx, value in FLOATS + FLOATS_OTHER_WIDTHS:
         got = cbor.loads(unhex(hx))
         assert type(got) is float
         assert got == value, hx
@@ -132,13 +170,51 @@ def test_float_decode():
     assert _bits(neg_zero) == _bits(-0.0)
 
 
-def test_float_encode_as_double():
-    assert cbor.dumps(1.5) == unhex("fb3ff8000000000000")
-    assert cbor.dumps(1.1) == unhex("fb3ff199999999999a")
-    assert cbor.dumps(float("inf")) == unhex("fb7ff0000000000000")
-    assert cbor.dumps(-0.0) == unhex("fb8000000000000000")
-    for v in (0.0, -4.1, 1.0e300, 5.960464477539063e-8):
-        assert cbor.loads(cbor.dumps(v)) == v
+def test_float_decode_double_both_widths():
+    for hx, double_value, single_bits in DOUBLES:
+        got = cbor.loads(unhex(hx))
+        assert type(got) is float
+        if SINGLE:
+            assert got == f32(single_bits), hx
+        else:
+            assert got == double_value, hx
+
+
+def test_float_encode_preferred():
+    # RFC 8949 4.2.2: the shortest width that holds the value, the same on every runtime
+    buf = bytearray(16)
+    for hx, value in FLOATS:
+        want = unhex(hx)
+        assert cbor.dumps(value) == want, hx
+        assert cbor.size(value) == len(want), hx
+        assert cbor.encode_into(buf, 1, value) == len(want)
+        assert bytes(buf[1 : 1 + len(want)]) == want
+    assert cbor.dumps(-0.0) == unhex("f98000")
+    for v in (float("nan"), -float("nan")):
+        assert cbor.dumps(v) == unhex("f97e00")  # one NaN, as the half
+    for bits, hx in SINGLES:
+        assert cbor.dumps(f32(bits)) == unhex(hx), hx
+        assert cbor.loads(unhex(hx)) == f32(bits)
+
+
+def test_float_encode_double_both_widths():
+    # a value only a double holds: a double runtime sends the double, a single-precision
+    # one has only the nearest float32 of it, and sends that as float32
+    for hx, double_value, single_bits in DOUBLES:
+        if SINGLE:
+            v = f32(single_bits)
+            want = cbor.dumps(v)
+            assert len(want) in (3, 5), hx
+            assert cbor.loads(want) == v
+        else:
+            assert cbor.dumps(double_value) == unhex(hx), hx
+    if SINGLE:
+        assert cbor.dumps(0.1) == unhex("fa3dcccccd")
+        assert cbor.dumps(1.0e300) == unhex("f97c00")  # the literal is infinity there
+    else:
+        assert cbor.dumps(0.1) == unhex("fb3fb999999999999a")
+        assert cbor.dumps(1.0e300) == unhex("fb7e37e43c8800759c")
+        assert cbor.dumps(math.ldexp(1.0, -1074)) == unhex("fb0000000000000001")
 
 
 def test_malformed():

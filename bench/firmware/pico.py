@@ -1,0 +1,190 @@
+"""Firmware on the emulated Pico (make bench): the real rp2 firmware with pubmote frozen in,
+in rp2040js, its UART0 at 115200 baud on a pty to a real bridge. Heap (gc.mem_alloc() after
+gc.collect()) after Node(), after 1,000 acked publishes and 1,000 received messages, and
+growth over the last 500 of each; acked publishes per second and round-trip time, timed on
+the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
+after the messages and no growth (stretch: 16 kB)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pynng
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "host"))
+from e2e import free_port  # noqa: E402
+from pubmote_bridge import fwbuild  # noqa: E402
+from pubmote_bridge.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  # noqa: E402
+from pubmote_bridge.sim import end_process  # noqa: E402
+
+NAME = "pico1"
+N = 1000
+GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
+
+
+class Board:
+    """PicoBoard with its cable relayed by an event loop in a thread."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.board = PicoBoard(NAME, tmp, app="pico_bench",
+                               app_dir=ROOT / "bench" / "firmware" / "pico_app")
+        self.call(self.board.start)
+
+    def call(self, fn: Callable[..., object], *args: object) -> object:
+        async def run() -> object:
+            return fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def results(self) -> dict[str, int]:
+        text = self.board.log_path.read_text(errors="replace") \
+            if self.board.log_path.exists() else ""
+        return {k: int(v) for k, v in re.findall(r"^BENCH (\S+) (-?\d+)", text, re.M)}
+
+    def close(self) -> None:
+        self.call(self.board.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+# Node() on its own, as a board with a frozen app has it: the probe's few lines are the only
+# code in RAM (the bench app below is compiled from /lib into RAM, and counts in its figures)
+PROBE = b"""import gc
+gc.collect()
+print("BENCH heap.boot %d" % gc.mem_alloc())
+import asyncio
+gc.collect()
+print("BENCH heap.asyncio %d" % gc.mem_alloc())
+from pubmote_wire import cbor, framing, interest, data, notify, name, tlv, lp
+gc.collect()
+print("BENCH heap.wire %d" % gc.mem_alloc())
+from pubmote_node.node import Node
+from pubmote_node import demo
+gc.collect()
+print("BENCH heap.imports %d" % gc.mem_alloc())
+node = Node({"name": "pico1", "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud": 115200})
+gc.collect()
+print("BENCH heap.node_only %d" % gc.mem_alloc())
+print("PROBE" + "-DONE")
+"""
+
+
+def probe() -> dict[str, int]:
+    with tempfile.TemporaryDirectory(prefix="pubmote-pico-probe-") as tmp:
+        fs = make_fs_image({"/main.py": PROBE}, Path(tmp) / "probe.lfs")
+        usb = Path(tmp) / "usb.log"
+        subprocess.run(runner_cmd(fs, usb_log=usb, fast=True, exit_on="PROBE-DONE",
+                                  timeout_s=120), stdin=subprocess.DEVNULL, timeout=180)
+        text = usb.read_text(errors="replace") if usb.exists() else ""
+    return {k: int(v) for k, v in re.findall(r"^BENCH (\S+) (-?\d+)", text, re.M)}
+
+
+def main() -> int:
+    fwbuild.build("pico", progress=lambda line: None)
+    node_only = probe()
+    sp_pub = "tcp://127.0.0.1:%d" % free_port()
+    sp_sub = "tcp://127.0.0.1:%d" % free_port()
+    with tempfile.TemporaryDirectory(prefix="pubmote-pico-bench-") as tmp:
+        board = Board(Path(tmp))
+        bridge = subprocess.Popen(
+            [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
+             board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sub = pynng.Sub0(recv_timeout=200, recv_buffer_size=4096)
+        sub.subscribe(b"/pubmote/bench/%s/" % NAME.encode())
+        sub.dial(sp_pub, block=False)
+        pub = pynng.Pub0()
+        pub.dial(sp_sub, block=False)
+        t0 = time.monotonic()
+        sent = reported = 0
+        progress_t = time.monotonic()
+        wire: dict[str, int] = {}
+        try:
+            deadline = time.monotonic() + 1800
+            while "done" not in board.results():
+                if time.monotonic() > deadline or not board.board.alive():
+                    print("emulated Pico bench: no result (board log %s)" % board.board.log_path)
+                    return 1
+                try:
+                    m = sub.recv()
+                except pynng.Timeout:
+                    # nothing for 10 s while receiving: a message was lost on the way (a
+                    # full queue drops, and counts it); send the window again
+                    if wire and time.monotonic() - progress_t > 10 and sent < N + 100:
+                        sent = max(reported, sent - 10)
+                        progress_t = time.monotonic()
+                    else:
+                        continue
+                else:
+                    if not m.startswith(b"/pubmote/bench/%s/ready|" % NAME.encode()):
+                        continue
+                    reported = int(m.split(b"|", 1)[1])
+                    progress_t = time.monotonic()
+                    if reported == 0:  # the publishing phase is over: its bytes on the wire
+                        wire = dict(board.board.cable.counters)
+                while sent < reported + 10:  # a window of 10 beyond what the board has
+                    pub.send(b"/pubmote/bench/%s/in|%d" % (NAME.encode(), sent))
+                    sent += 1
+            wall_s = time.monotonic() - t0
+            r = board.results()
+        finally:
+            sub.close()
+            pub.close()
+            end_process(bridge, signal.SIGINT, 15)
+            board.close()
+    r.update(node_only)
+    report(r, dict(wire), wall_s)
+    return 0
+
+
+def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
+    print("Firmware on the emulated Pico (rp2 port, pubmote frozen, rp2040js; UART0 at %d baud)"
+          % UART_BAUD)
+    print("  heap (gc.mem_alloc after gc.collect), goal <= %d B after Node(), <= %d B after "
+          "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
+    print("  (the probe: Node() alone, as with a frozen app; the bench app's figures include "
+          "its own code, compiled into RAM from /lib)")
+    rows = (("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio"),
+            ("pubmote_wire imported (probe)", "heap.wire"),
+            ("pubmote imported (probe)", "heap.imports"),
+            ("after Node() (probe)", "heap.node_only"),
+            ("bench app: after Node()", "heap.after_node"), ("link up, registered", "heap.connected"),
+            ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
+            ("after 500 received", "heap.recv_half"), ("after 1,000 received", "heap.after_recv"))
+    for label, key in rows:
+        print("    %-24s %8s B" % (label, r.get(key, "?")))
+    if "heap.after_recv" in r:
+        print("    growth, last 500 published: %+d B; last 500 received: %+d B"
+              % (r["heap.after_pub"] - r["heap.pub_half"],
+                 r["heap.after_recv"] - r["heap.recv_half"]))
+    msgs = r.get("pub.acked", 0)
+    pub_ms = r.get("pub.ms", 0)
+    if msgs and pub_ms:
+        # the UART is full duplex: the busier direction bounds the rate. Bytes per message
+        # while publishing (registration and keepalives included: they share the line)
+        up = wire["to_bridge"] / msgs
+        down = wire["to_board"] / msgs
+        limit = UART_BAUD / (10 * max(up, down))
+        rate = 1000.0 * msgs / pub_ms
+        print("  acked publishes over the UART (board's clock): %.1f/s, round trip %.1f ms avg, "
+              "%.1f ms max" % (rate, r["pub.rtt_us_avg"] / 1000, r["pub.rtt_us_max"] / 1000))
+        print("  line limit: %.0f B up / %.0f B down per acked publish on the wire, "
+              "%d baud -> %.0f msgs/s; rate / limit = %.2f"
+              % (up, down, UART_BAUD, limit, rate / limit))
+        print("  received: %s of %d (queue drops %s); wall time %.0f s"
+              % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"), wall_s))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

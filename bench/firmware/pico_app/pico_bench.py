@@ -1,0 +1,61 @@
+# The emulated Pico's side of bench/firmware/pico.py (runs on the board, from its /lib):
+# live heap after Node() and while publishing and receiving, and acked publishes over the
+# 115200-baud UART, timed on the board's own clock. Prints "BENCH key value" on USB.
+import asyncio
+import gc
+import time
+
+N = 1000
+PAYLOAD = b"0123456789abcdef"  # a small reading
+
+
+def live():
+    gc.collect()
+    return gc.mem_alloc()
+
+
+async def main(node):
+    print("BENCH heap.after_node %d" % live())
+    asyncio.create_task(node.run())
+    base = "/pubmote/bench/%s/" % node.name
+    sub = node.subscribe(base + "in|")
+    while not node.connected:
+        await asyncio.sleep_ms(10)
+    await asyncio.sleep_ms(500)
+    print("BENCH heap.connected %d" % live())
+    rtt_us = 0
+    rtt_max_us = 0
+    acked = 0
+    t0 = time.ticks_ms()
+    for i in range(N):
+        t = time.ticks_us()
+        if await node.publish(base + "out", PAYLOAD):
+            acked += 1
+        d = time.ticks_diff(time.ticks_us(), t)
+        rtt_us += d
+        if d > rtt_max_us:
+            rtt_max_us = d
+        if i == N // 2 - 1:
+            print("BENCH heap.pub_half %d" % live())
+    print("BENCH pub.ms %d" % time.ticks_diff(time.ticks_ms(), t0))
+    print("BENCH pub.acked %d" % acked)
+    print("BENCH pub.rtt_us_avg %d" % (rtt_us // N))
+    print("BENCH pub.rtt_us_max %d" % rtt_max_us)
+    print("BENCH heap.after_pub %d" % live())
+    # the host sends N messages, at most 10 beyond what the board last reported having
+    got = 0
+    await node.publish(base + "ready", b"0")
+    while got < N:
+        await sub.recv()
+        got += 1
+        if got % 10 == 0:
+            if got == N // 2:
+                print("BENCH heap.recv_half %d" % live())
+            await node.publish(base + "ready", b"%d" % got)
+    print("BENCH heap.after_recv %d" % live())
+    s = node.stats()
+    print("BENCH recv.count %d" % got)
+    print("BENCH node.sub_dropped %d" % s["sub_dropped"])
+    print("BENCH done 1")
+    while True:
+        await asyncio.sleep(1)
