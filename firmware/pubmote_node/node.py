@@ -3,11 +3,12 @@
 import asyncio
 import binascii
 
-from pubmote_wire import cbor, framing, interest, lp, name, notify, sp, tlv
+from pubmote_wire import cbor, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 from pubmote_wire.signature import DigestSigner, HmacSigner
+from pubmote_wire.subfilter import SubFilter
 
 try:
     from time import ticks_diff, ticks_ms
@@ -64,7 +65,7 @@ class Subscription:
 
     def __init__(self, node, prefixes, queue_len):
         self._node = node
-        self.filter = sp.SubFilter()
+        self.filter = SubFilter()
         self._q = []
         self._qlen = queue_len
         self._ev = asyncio.Event()
@@ -152,7 +153,12 @@ class Node:
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
         self._tx = bytearray(MAX_PACKET)
         self._txv = memoryview(self._tx)
-        self._frame = bytearray(framing.frame_size_max(MAX_PACKET))
+        # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
+        # frame. UDP (one frame per datagram) and a link given here get the whole frame
+        whole = link is not None or config.get("link") == "udp"
+        self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
+                                else framing.FRAME_PART_MIN)
+        self._framev = memoryview(self._frame)
         self._rx = bytearray(256)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
         self._lock = asyncio.Lock()
@@ -406,8 +412,11 @@ class Node:
         if not self._up:
             raise OSError("link down")
         async with self._lock:
-            n = framing.encode_frame(self._frame, 0, pkt)
-            await self._link.write(memoryview(self._frame)[0:n])
+            crc = framing.crc16(pkt)
+            pos = 0
+            while pos >= 0:  # one part when the frame fits the buffer
+                n, pos = framing.encode_frame_part(self._frame, pkt, crc, pos)
+                await self._link.write(self._framev[0:n])
             self.counters["sent_frames"] += 1
 
     async def _express(self, n, keep=False):
@@ -466,6 +475,9 @@ class Node:
         elif typ == 0x05:
             self._on_interest(pkt)
         elif typ == 0x64:
+            # NDNLPv2 reaches a board only as a Nack: lp is loaded the first time one comes
+            from pubmote_wire import lp
+
             pk = lp.decode_lp(pkt)
             if pk.nack_reason is not None and pk.fragment is not None:
                 self.counters["nacks"] += 1

@@ -80,6 +80,56 @@ def encode_frame(buf, off, payload, bytewise=False):
     return p + 1 - off
 
 
+FRAME_PART_MIN = 258  # a buffer for encode_frame_part: 00, one whole block (255), 00, spare
+
+
+def encode_frame_part(buf, payload, crc, pos):
+    """encode_frame a few whole COBS blocks at a time, for a buffer smaller than the frame
+    (at least FRAME_PART_MIN bytes). crc is crc16(payload); pos is 0 for the first call
+    (which writes the leading 00), then what the last call returned. Returns (bytes
+    written to buf[0:], next pos); next pos is -1 once the closing 00 is written. The parts
+    in order are exactly encode_frame's bytes."""
+    cap = len(buf)
+    if cap < FRAME_PART_MIN:
+        raise EncodeError("buffer too small for a frame part")
+    n = len(payload)
+    total = n + 2
+    i = pos >> 1
+    force = pos & 1  # the last block ended at a zero: a block opens even with no input left
+    p = 0
+    if pos == 0:
+        buf[0] = 0
+        p = 1
+        force = 1
+    # room for the next block whole (its code, up to 254 bytes) and the closing 00
+    while (i < total or force) and p + 2 + min(254, total - i) <= cap:
+        code_at = p
+        p += 1
+        code = 1
+        force = 0
+        while i < total:
+            if i < n:
+                b = payload[i]
+            elif i == n:
+                b = crc >> 8
+            else:
+                b = crc & 0xFF
+            i += 1
+            if b == 0:
+                force = 1
+                break
+            buf[p] = b
+            p += 1
+            code += 1
+            if code == 0xFF:
+                break  # a full block: the next opens only if more input comes
+        buf[code_at] = code
+    if i >= total and not force:
+        buf[p] = 0
+        return p + 1, -1
+    return p, i * 2 + force
+
+
 def _encode_blocks(buf, off, payload, crc):
     # CPython: the same bytes as the loop above, a block at a time
     data = bytes(payload) + bytes((crc >> 8, crc & 0xFF))
