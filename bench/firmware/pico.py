@@ -59,18 +59,20 @@ class Board:
 
 
 # Node() on its own, as a board with a frozen app has it: the probe's few lines are the only
-# code in RAM (the bench app below is compiled from /lib into RAM, and counts in its figures)
+# code in RAM (the bench app below is compiled from /lib into RAM, and counts in its figures).
+# The wire stage imports what pubmote_node.node loads (lp loads on a board's first Nack, sp's
+# SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
+# is an app like the bench's
 PROBE = b"""import gc
 gc.collect()
 print("BENCH heap.boot %d" % gc.mem_alloc())
 import asyncio
 gc.collect()
 print("BENCH heap.asyncio %d" % gc.mem_alloc())
-from pubmote_wire import cbor, framing, interest, data, notify, name, tlv, lp
+from pubmote_wire import cbor, framing, interest, data, notify, name, tlv, subfilter
 gc.collect()
 print("BENCH heap.wire %d" % gc.mem_alloc())
 from pubmote_node.node import Node
-from pubmote_node import demo
 gc.collect()
 print("BENCH heap.imports %d" % gc.mem_alloc())
 node = Node({"name": "pico1", "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud": 115200})

@@ -23,6 +23,7 @@ except ImportError:  # CPython, for host-side tests of the node
 
 
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
+_SEEN_MAX = const(32)  # messages remembered against duplicate notifies
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
 REGISTER = name.from_uri("/pubmote/ctl/register")
 HELLO = name.from_uri("/pubmote/ctl/hello")
@@ -165,7 +166,10 @@ class Node:
         self._pending = {}  # full Interest name -> _Pending
         self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
         self._soft_bytes = 0
-        self._seen = []  # NotifyNonces recently delivered to us (duplicate notifies)
+        # (publisher, NotifyNonce) of the last 32 messages delivered to us (duplicate
+        # notifies), as parallel lists: no tuple per entry, one copy of each publisher
+        self._seen_pub = []
+        self._seen_nonce = []
         self._subs = []
         self._inbox = None  # directed messages, once the app asks for them (directed())
         self._served = []  # (name prefix, handler): named data this board answers
@@ -526,8 +530,7 @@ class Node:
 
     async def _on_notify(self, notify_name, topic, publisher, nonce):
         # seed 000 as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
-        key = publisher + nonce
-        if key in self._seen:
+        if self._was_seen(publisher, nonce):
             self.counters["dup_notify"] += 1
             await self._ack(notify_name)
             return
@@ -541,9 +544,7 @@ class Node:
         if data is None:
             self.counters["fetch_failed"] += 1
             return
-        self._seen.append(key)
-        if len(self._seen) > 32:
-            self._seen.pop(0)
+        self._remember(publisher, nonce)
         topic_uri = name.to_uri(topic).encode()
         payload = bytes(data.content) if data.content is not None else b""
         self.counters["received"] += 1
@@ -561,6 +562,25 @@ class Node:
         if msg is None:
             self.counters["filtered"] += 1
         await self._ack(notify_name)
+
+    def _was_seen(self, publisher, nonce):
+        pubs = self._seen_pub
+        nonces = self._seen_nonce
+        for k in range(len(nonces)):
+            if nonces[k] == nonce and pubs[k] == publisher:
+                return True
+        return False
+
+    def _remember(self, publisher, nonce):
+        for p in self._seen_pub:
+            if p == publisher:
+                publisher = p  # keep the copy already held
+                break
+        self._seen_pub.append(publisher)
+        self._seen_nonce.append(nonce)
+        if len(self._seen_nonce) > _SEEN_MAX:
+            self._seen_pub.pop(0)
+            self._seen_nonce.pop(0)
 
     def _on_directed(self, payload):
         try:
