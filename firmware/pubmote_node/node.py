@@ -7,7 +7,7 @@ from pubmote_wire import cbor, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
-from pubmote_wire.signature import DigestSigner, HmacSigner
+from pubmote_wire.signature import DigestSigner
 from pubmote_wire.subfilter import SubFilter
 
 try:
@@ -150,7 +150,11 @@ class Node:
         # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
         key = config.get("key")
         self._key = binascii.unhexlify(key) if key else None
-        self._signer = HmacSigner(self._key) if self._key else _SIGNER
+        self._signer = _SIGNER
+        if self._key:
+            from pubmote_wire.hmac256 import HmacSigner  # only a board with a key loads HMAC
+
+            self._signer = HmacSigner(self._key)
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
         self._tx = bytearray(MAX_PACKET)
         self._txv = memoryview(self._tx)

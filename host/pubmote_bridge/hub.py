@@ -21,7 +21,8 @@ from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.signature import DigestSigner, HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.signature import DigestSigner
 
 from . import ndn_face
 from .auth import BoardAuth, board_of

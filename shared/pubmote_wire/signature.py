@@ -1,6 +1,6 @@
-# NDN signatures the codec can make and check itself: DigestSha256 and HmacWithSha256.
-# HMAC is built on sha256 (RFC 2104) because MicroPython has no hmac module, and every
-# hash is fed region by region from a memoryview so signing copies nothing.
+# NDN signatures the codec can make and check itself: DigestSha256 and HmacWithSha256
+# (HmacSigner in hmac256.py, loaded only where a key is used). Every hash is fed region by
+# region from a memoryview so signing copies nothing.
 from .compat import const, sha256
 from .errors import DecodeError
 from .namewire import walk
@@ -30,31 +30,6 @@ _NAME = const(0x07)
 _SIG_NONCE = const(0x26)
 _SIG_TIME = const(0x28)
 _SIG_SEQ = const(0x2A)
-_BLOCK = const(64)
-
-
-def _pads(key):
-    if len(key) > _BLOCK:
-        key = sha256(key).digest()
-    k = bytearray(_BLOCK)
-    k[: len(key)] = key
-    ipad = bytearray(_BLOCK)
-    opad = bytearray(_BLOCK)
-    for i in range(_BLOCK):
-        ipad[i] = k[i] ^ 0x36
-        opad[i] = k[i] ^ 0x5C
-    return bytes(ipad), bytes(opad)
-
-
-# HMAC-SHA256 (RFC 2104) of the concatenation of chunks.
-def hmac_sha256(key, *chunks):
-    ipad, opad = _pads(key)
-    h = sha256(ipad)
-    for c in chunks:
-        h.update(c)
-    o = sha256(opad)
-    o.update(h.digest())
-    return o.digest()
 
 
 # Compare all bytes whatever the first difference (timing-safe enough for HMAC).
@@ -140,24 +115,6 @@ class DigestSigner(_Signer):
         return h.digest()
 
 
-# HmacWithSha256 with a shared key; key_name (a Name) goes into the KeyLocator.
-class HmacSigner(_Signer):
-
-    def __init__(self, key, key_name=None):
-        self.sig_type = HMAC_SHA256
-        self.sig_len = 32
-        self.key_name = None if key_name is None else bytes(key_name)
-        self._ipad, self._opad = _pads(bytes(key))
-
-    def _begin(self):
-        return sha256(self._ipad)
-
-    def _end(self, h):
-        o = sha256(self._opad)
-        o.update(h.digest())
-        return o.digest()
-
-
 _DIGEST = DigestSigner()
 _HMAC = [None, None]  # the last HMAC key and its signer: its pads are computed once
 
@@ -170,6 +127,8 @@ def _signer(sig_type, sig_value, key):
     if sig_type != HMAC_SHA256 or key is None:
         return None
     if _HMAC[0] != key:
+        from .hmac256 import HmacSigner
+
         _HMAC[1] = HmacSigner(key)
         _HMAC[0] = bytes(key)
     return _HMAC[1]

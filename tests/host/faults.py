@@ -17,7 +17,7 @@ from pubmote_bridge import sim
 from pubmote_bridge.auth import key_for_board
 from pubmote_bridge.bridge import Bridge, load_config
 from pubmote_wire import framing, interest, name, notify, sp
-from pubmote_wire.signature import HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
 
 
 def _seqs(lines: list[bytes]) -> set[int]:

@@ -3,7 +3,8 @@
 import pubmote_wire.interest as interest  # first: the largest module compiles on a clean heap
 from pubmote_wire import data, notify
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.signature import HMAC_SHA256, HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.signature import HMAC_SHA256
 from runner import raises, unhex
 
 KEY = unhex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")

@@ -621,7 +621,8 @@ def test_signature_oracle_agrees_on_signed_packets():
     # the corpus holds no validly signed packet: the verdicts must also hold for these
     from pubmote_wire import data as ndata
     from pubmote_wire import interest, name
-    from pubmote_wire.signature import DigestSigner, HmacSigner
+    from pubmote_wire.hmac256 import HmacSigner
+    from pubmote_wire.signature import DigestSigner
 
     nm = name.from_uri("/a/b")
     buf = bytearray(300)

@@ -2,7 +2,8 @@
 import vectors
 from pubmote_wire import data as dd
 from pubmote_wire.errors import DecodeError, EncodeError
-from pubmote_wire.signature import HMAC_SHA256, HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.signature import HMAC_SHA256
 from runner import hexs, raises, unhex
 
 AB = unhex("080161080162")  # /a/b

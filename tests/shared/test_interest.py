@@ -2,7 +2,8 @@
 import vectors
 from pubmote_wire import interest as ii
 from pubmote_wire.errors import DecodeError, EncodeError
-from pubmote_wire.signature import DigestSigner, HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.signature import DigestSigner
 from runner import hexs, raises, unhex
 
 AB = unhex("080161080162")  # /a/b

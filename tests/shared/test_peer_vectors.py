@@ -10,7 +10,7 @@ import vectors
 from pubmote_wire import data as ndata
 from pubmote_wire import interest, lp, name
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.signature import HmacSigner
+from pubmote_wire.hmac256 import HmacSigner
 from runner import raises
 
 unhex = binascii.unhexlify
