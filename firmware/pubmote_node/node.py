@@ -174,6 +174,8 @@ class Node:
         # notifies), as parallel lists: no tuple per entry, one copy of each publisher
         self._seen_pub = []
         self._seen_nonce = []
+        self._last_pub = None  # a publisher's name (TLV) and its URI, for Message.publisher
+        self._last_pub_uri = None
         self._subs = []
         self._inbox = None  # directed messages, once the app asks for them (directed())
         self._served = []  # (name prefix, handler): named data this board answers
@@ -561,11 +563,18 @@ class Node:
         for s in self._subs:
             if s.filter.matches(line):
                 if msg is None:
-                    msg = Message(topic_uri, payload, name.to_uri(publisher).encode())
+                    msg = Message(topic_uri, payload, self._publisher_uri(publisher))
                 s._offer(msg)
         if msg is None:
             self.counters["filtered"] += 1
         await self._ack(notify_name)
+
+    def _publisher_uri(self, publisher):
+        # the last publisher's URI, made once: its queued messages share one copy
+        if publisher != self._last_pub:
+            self._last_pub_uri = name.to_uri(publisher).encode()
+            self._last_pub = publisher
+        return self._last_pub_uri
 
     def _was_seen(self, publisher, nonce):
         pubs = self._seen_pub

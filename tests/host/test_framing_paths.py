@@ -77,3 +77,23 @@ def test_blockwise_and_bytewise_encoders_agree(payload: bytes) -> None:
     m = framing.encode_frame(b, 3, payload, bytewise=True)
     assert a[: 3 + n] == b[: 3 + m]
     assert framing.FrameDecoder(2048).feed(bytes(a[3 : 3 + n])) == [payload]
+
+
+# payloads rich in zeros and in long non-zero runs: the COBS block edges
+RUNS = st.lists(st.one_of(st.just(b"\x00"), st.binary(max_size=40),
+                          st.integers(250, 260).map(lambda n: b"\x7f" * n)), max_size=8) \
+    .map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(RUNS, st.integers(framing.FRAME_PART_MIN, 1100))
+def test_frame_parts_join_to_encode_frame(payload: bytes, size: int) -> None:
+    """What a board sends through its one-block buffer is exactly encode_frame's frame."""
+    buf = bytearray(size)
+    crc = framing.crc16(payload)
+    out, pos = b"", 0
+    while pos >= 0:
+        n, pos = framing.encode_frame_part(buf, payload, crc, pos)
+        out += bytes(buf[:n])
+    assert out == framing.encode(payload)
+    assert framing.FrameDecoder(2048).feed(out) == [payload]
