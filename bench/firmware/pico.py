@@ -3,7 +3,12 @@ in rp2040js, its UART0 at 115200 baud on a pty to a real bridge. Heap (gc.mem_al
 gc.collect()) after Node(), after 1,000 acked publishes and 1,000 received messages, and
 growth over the last 500 of each; acked publishes per second and round-trip time, timed on
 the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
-after the messages and no growth (stretch: 16 kB)."""
+after the messages and no growth (stretch: 16 kB).
+
+The probe's stages import what a board running pubmote_node.node loads: the wire modules the
+node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
+SubFilter; not hmac256, loaded only with a key), then the node; no demo app (a board runs one
+app; the bench's own is compiled into RAM and counts in the rows after the probe's)."""
 
 from __future__ import annotations
 
@@ -155,8 +160,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
           % UART_BAUD)
     print("  heap (gc.mem_alloc after gc.collect), goal <= %d B after Node(), <= %d B after "
           "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
-    print("  (the probe: Node() alone, as with a frozen app; the bench app's figures include "
-          "its own code, compiled into RAM from /lib)")
+    print("  (the probe: Node() alone, as with a frozen app, importing only what the node "
+          "loads; the bench app's figures include its own code, compiled into RAM from /lib)")
     rows = (("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio"),
             ("pubmote_wire imported (probe)", "heap.wire"),
             ("pubmote imported (probe)", "heap.imports"),
