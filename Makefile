@@ -67,11 +67,11 @@ lint: setup
 	$(BIN)/ruff check shared firmware host tests bench
 	$(BIN)/mypy
 
-# the tests are independent (ports reserved per process, peers per module): spread over
-# workers, the Spark tests together on one (tests/conftest.py)
+# the tests are independent (ports reserved per process, peers per test or module): any
+# worker takes any test (tests/conftest.py)
 TEST_WORKERS ?= 3
 test-cpython: setup firmware
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load
 
 test-micropython: setup firmware
 	$(PY) tests/run_shared.py
