@@ -70,8 +70,14 @@ lint: setup
 # the tests are independent (ports reserved per process, peers per test or module): any
 # worker takes any test (tests/conftest.py)
 TEST_WORKERS ?= 3
-test-cpython: setup firmware
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load
+# the firmware (make firmware: cached, about 1.5 minutes the first time) builds beside the
+# tests; the few that run it wait for it (pubmote firmware build takes a lock)
+test-cpython: setup
+	@mkdir -p build
+	@$(BIN)/pubmote firmware build --board pico >build/firmware-build.log 2>&1 & fw=$$!; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load; rc=$$?; \
+	if ! wait $$fw; then echo "firmware build failed (build/firmware-build.log):"; \
+	  tail -n 5 build/firmware-build.log; rc=1; fi; exit $$rc
 
 test-micropython: setup firmware
 	$(PY) tests/run_shared.py

@@ -9,6 +9,7 @@ copies the cached files and takes well under a second.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -66,6 +67,13 @@ def _newlib_found() -> bool:
     p = subprocess.run(["arm-none-eabi-gcc", "-print-file-name=libc.a"], capture_output=True,
                        text=True)
     return os.path.isabs(p.stdout.strip())
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 def _sha256_file(path: Path) -> str:
@@ -165,7 +173,18 @@ def _picotool(tree: Path, log: Path, progress: Callable[[str], None]) -> Path:
 def build(board: str = "pico", *, micropython: str | None = None, out: Path | None = None,
           progress: Callable[[str], None] = print) -> Path:
     """Build (or take from the cache) the firmware for `board`; returns the folder that
-    holds firmware.uf2 and firmware.bin. BuildError says what is missing."""
+    holds firmware.uf2 and firmware.bin. BuildError says what is missing.
+
+    One build at a time per checkout: a second caller (make test starts the build beside
+    the tests that need it) waits for the first, then finds its result in the cache."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(board, micropython, out, progress)
+
+
+def _build(board: str, micropython: str | None, out: Path | None,
+           progress: Callable[[str], None]) -> Path:
     if board not in BOARDS:
         raise BuildError("unknown board %r (known: %s)" % (board, ", ".join(BOARDS)))
     port, mp_board = BOARDS[board]
@@ -225,7 +244,10 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
         tmp.rename(cached)  # whole or not at all: a killed build leaves no cache entry
         progress("built in %.0f s" % (time.monotonic() - t0))
     out.mkdir(parents=True, exist_ok=True)
-    for f in OUTPUTS + ("inputs.sha256",):
-        shutil.copy2(cached / f, out / f)
+    if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
+        for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
+            tmp = out / ("." + f + ".tmp")
+            shutil.copy2(cached / f, tmp)
+            os.replace(tmp, out / f)  # an emulator starting now reads the old or the new
     progress("wrote %s and %s" % (out / "firmware.uf2", out / "firmware.bin"))
     return out
