@@ -69,7 +69,7 @@ lint: setup
 
 # the tests are independent (ports reserved per process, peers per test or module): any
 # worker takes any test (tests/conftest.py)
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 5
 # the firmware (make firmware: cached, about 1.5 minutes the first time) builds beside the
 # tests; the few that run it wait for it (pubmote firmware build takes a lock)
 test-cpython: setup

@@ -43,7 +43,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     ap.add_argument("--hog", type=int, default=os.cpu_count() or 2,
                     help="spinning processes beside the suite (default: one per core; 0: none)")
-    ap.add_argument("--workers", default="3", help="pytest-xdist workers (default 3)")
+    ap.add_argument("--workers", default="5", help="pytest-xdist workers (default 5)")
     ap.add_argument("--seed", type=int, help="first run's order seed (default: random)")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = ap.parse_args()
