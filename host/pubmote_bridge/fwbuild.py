@@ -9,6 +9,7 @@ copies the cached files and takes well under a second.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,13 +113,15 @@ def resolve_tree(explicit: str | None, progress: Callable[[str], None]) -> tuple
     stamp = dest / ".unpacked"
     top = dest / TARBALL_NAME.replace("-src.tar.xz", "")
     if not stamp.exists():
-        progress("unpacking %s into %s" % (tarball.name, dest))
-        if dest.exists():
-            shutil.rmtree(dest)
-        dest.mkdir(parents=True)
-        with tarfile.open(tarball) as tf:
-            tf.extractall(dest, filter="data")
-        stamp.write_text(sha)
+        with _locked("unpack"):
+            if not stamp.exists():  # another process may have unpacked it meanwhile
+                progress("unpacking %s into %s" % (tarball.name, dest))
+                if dest.exists():
+                    shutil.rmtree(dest)
+                dest.mkdir(parents=True)
+                with tarfile.open(tarball) as tf:
+                    tf.extractall(dest, filter="data")
+                stamp.write_text(sha)
     return top / "micropython", "tar:" + sha
 
 
@@ -175,16 +178,9 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
     """Build (or take from the cache) the firmware for `board`; returns the folder that
     holds firmware.uf2 and firmware.bin. BuildError says what is missing.
 
-    One build at a time per checkout: a second caller (make test starts the build beside
-    the tests that need it) waits for the first, then finds its result in the cache."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return _build(board, micropython, out, progress)
-
-
-def _build(board: str, micropython: str | None, out: Path | None,
-           progress: Callable[[str], None]) -> Path:
+    One build at a time per checkout: a second caller of the same build (make test starts
+    it beside the tests that need it) waits for the first, then finds its result in the
+    cache; what is missing is said at once, without waiting."""
     if board not in BOARDS:
         raise BuildError("unknown board %r (known: %s)" % (board, ", ".join(BOARDS)))
     port, mp_board = BOARDS[board]
@@ -210,6 +206,30 @@ def _build(board: str, micropython: str | None, out: Path | None,
                          "BOARD=RPI_PICO_W submodules`" % tree)
     key = inputs_key(board, tree_id, toolchain)
     cached = CACHE / "cache" / key[:16]
+    with _locked("build"):
+        _build_once(board, tree, port_dir, mp_board, key, cached, progress)
+    out.mkdir(parents=True, exist_ok=True)
+    if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
+        for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
+            tmp = out / (".%s.%d.tmp" % (f, os.getpid()))
+            shutil.copy2(cached / f, tmp)
+            os.replace(tmp, out / f)  # an emulator starting now reads the old or the new
+    progress("wrote %s and %s" % (out / "firmware.uf2", out / "firmware.bin"))
+    return out
+
+
+@contextlib.contextmanager
+def _locked(what: str) -> Iterator[None]:
+    """Held by one process of this checkout at a time (the kernel drops it on exit)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / (".%s.lock" % what), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
+                cached: Path, progress: Callable[[str], None]) -> None:
+    port = port_dir.name
     if all((cached / f).is_file() for f in OUTPUTS):
         progress("firmware for %s is up to date (inputs %s)" % (board, key[:16]))
     else:
@@ -243,11 +263,3 @@ def _build(board: str, micropython: str | None, out: Path | None,
         shutil.rmtree(cached, ignore_errors=True)
         tmp.rename(cached)  # whole or not at all: a killed build leaves no cache entry
         progress("built in %.0f s" % (time.monotonic() - t0))
-    out.mkdir(parents=True, exist_ok=True)
-    if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
-        for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
-            tmp = out / ("." + f + ".tmp")
-            shutil.copy2(cached / f, tmp)
-            os.replace(tmp, out / f)  # an emulator starting now reads the old or the new
-    progress("wrote %s and %s" % (out / "firmware.uf2", out / "firmware.bin"))
-    return out
