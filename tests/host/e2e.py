@@ -96,7 +96,7 @@ async def wait_until(pred: Callable[[], bool], timeout_s: float, what: str) -> N
         await asyncio.sleep(0.05)
 
 
-async def boards_registered(bridge: Bridge, names: list[str], timeout_s: float = 15) -> None:
+async def boards_registered(bridge: Bridge, names: list[str], timeout_s: float = 60) -> None:
     await wait_until(lambda: all(n in bridge.hub.boards and bridge.hub.boards[n].face.up
                                  for n in names), timeout_s, "boards %s to register" % names)
 
@@ -129,7 +129,7 @@ class Collector:
     def with_prefix(self, prefix: bytes) -> list[bytes]:
         return [x for x in self.lines if x.startswith(prefix)]
 
-    async def wait_for(self, prefix: bytes, count: int = 1, timeout_s: float = 15) -> list[bytes]:
+    async def wait_for(self, prefix: bytes, count: int = 1, timeout_s: float = 30) -> list[bytes]:
         await wait_until(lambda: len(self.with_prefix(prefix)) >= count, timeout_s,
                          "%d messages starting %r (have %d)" % (count, prefix,
                                                                  len(self.with_prefix(prefix))))

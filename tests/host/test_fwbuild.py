@@ -48,6 +48,12 @@ def test_pico_w_needs_the_wifi_driver(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+# make test builds the firmware beside the tests: these wait for that build when it is
+# still running, which on a loaded machine takes minutes
+BUILD_WAIT_S = 900
+
+
+@pytest.mark.timeout(BUILD_WAIT_S)
 def test_unchanged_build_comes_from_the_cache(tmp_path: Path) -> None:
     fwbuild.build("pico", progress=lambda line: None)  # built (or waited for) once
     lines: list[str] = []
@@ -84,6 +90,7 @@ def test_fs_image_reads_back_with_littlefs(tmp_path: Path) -> None:
             assert f.read() == want
 
 
+@pytest.mark.timeout(BUILD_WAIT_S)
 def test_flash_pico_copies_the_built_uf2(tmp_path: Path) -> None:
     import subprocess
     import sys
