@@ -61,7 +61,9 @@ def test_late_gateway_gets_last_value_then_pushed_updates(tmp_path: Path) -> Non
                     # gateway B starts only now, following A's key; its board watches the topic
                     t0 = time.monotonic()
                     async with bridge_with_boards(
+                            # a board slow to fetch under load gets its retries, not a drop
                             tmp_path / "b", 1, app="probe_app", gateway="gwb", dht_pubkey=pubkey,
+                            timeout_ms=5000,
                             extra={"watch": [TOPIC], "echo": True}, **dht, **urls_b) as b:
                         started_s = time.monotonic() - t0
                         assert b.retained is not None
