@@ -59,6 +59,10 @@ def test_late_gateway_gets_last_value_then_pushed_updates(tmp_path: Path) -> Non
                     await board_publishes(b"21.5 C", 1)
                     pubkey = a.retained.pubkey.hex()
                     # gateway B starts only now, following A's key; its board watches the topic
+                    # and echoes what it gets. B's subscriber dials first (pynng redials every
+                    # 20-50 ms until B listens): the board echoes the value as soon as it
+                    # registers, and a subscriber dialled after B started could miss that
+                    col = Collector(urls_b["sp_pub"][0], b"/test/sim1/got|")
                     t0 = time.monotonic()
                     async with bridge_with_boards(
                             # a board slow to fetch under load gets its retries, not a drop
@@ -70,7 +74,6 @@ def test_late_gateway_gets_last_value_then_pushed_updates(tmp_path: Path) -> Non
                         last = b.retained.last(TOPIC.encode())
                         # at once: the value is there when the bridge has started
                         assert last is not None and last.value() == b"21.5 C"
-                        col = Collector(urls_b["sp_pub"][0], b"/test/sim1/got|")
                         try:
                             await boards_registered(b, ["sim1"])
                             await col.wait_for(b"/test/sim1/got|/site/temp|21.5 C", 1,
