@@ -108,12 +108,13 @@ class _Link:
     def __init__(self, wlan):
         self.wlan = wlan
         self.opened_with_wifi = []
+        self._nothing = asyncio.Event()  # never set: a read waits until the node cancels it
 
     async def open(self):
         self.opened_with_wifi.append(self.wlan.up)
 
     async def readinto(self, buf):
-        await asyncio.sleep(3600)
+        await self._nothing.wait()
         return 0
 
     async def write(self, mv):
