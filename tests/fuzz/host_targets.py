@@ -1,6 +1,6 @@
 """Fuzz targets for the bridge's host-only parsers (CPython): the NFD-compatible face's
 StreamDecoder and the rib command's ControlParameters. Shared by tests/fuzz/run.py and the
-corpus replay in tests/host/test_fuzz_corpus.py; the codec's own targets live in
+corpus replay in tests/host/wire/test_fuzz_corpus.py; the codec's own targets live in
 tests/shared/test_corpus.py (they run on MicroPython too)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 
-from pubmote_bridge import ndn_face  # noqa: E402
+from pubmote.faces import ndn as ndn_face  # noqa: E402
 from pubmote_wire import name as ndn_name  # noqa: E402
 from pubmote_wire.errors import DecodeError  # noqa: E402
 from test_corpus import chunks  # noqa: E402

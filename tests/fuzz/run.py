@@ -157,7 +157,7 @@ def seeds(target: str) -> dict[str, bytes]:
         "dissect": allp + [lp.encode(p, sequence=1) for p in allp],
         "ndn_stream": [_stream_seed(b"".join(allp), k) for k in (0, 3, 40)],
     }
-    from pubmote_bridge import ndn_face
+    from pubmote.faces import ndn as ndn_face
 
     cp = ndn_face.control_response(200, "OK", {"name": ndn_name.from_uri("/a/b"), "cost": 5})
     _, vs, ve = read_tlv(cp)  # ControlResponse: StatusCode, StatusText, ControlParameters

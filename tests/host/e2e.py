@@ -18,7 +18,7 @@ from typing import Any
 
 import pynng
 
-from pubmote_bridge.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge, load_config
 
 APPS = Path(__file__).resolve().parent / "board_apps"
 

@@ -1,4 +1,4 @@
-"""Fault-injection scenarios shared by the tests (tests/host/test_faults.py) and by
+"""Fault-injection scenarios shared by the tests (tests/host/gateway/test_faults.py) and by
 `make harden-report` (bench/harden/report.py): each returns its figures as a dict and
 raises AssertionError if pubmote lost an acknowledged message or starved a board."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from e2e import APPS, Collector, boards_registered, bridge_with_boards, free_port, wait_until
-from pubmote_bridge import sim
-from pubmote_bridge.auth import key_for_board
-from pubmote_bridge.bridge import Bridge, load_config
+from pubmote.boards import sim
+from pubmote.core.auth import key_for_board
+from pubmote.gateway.bridge import Bridge, load_config
 from pubmote_wire import framing, interest, name, notify, sp
 from pubmote_wire.hmac256 import HmacSigner
 
