@@ -10,6 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 
+from pubmote.core import nfd_mgmt  # noqa: E402
 from pubmote.faces import ndn as ndn_face  # noqa: E402
 from pubmote_wire import name as ndn_name  # noqa: E402
 from pubmote_wire.errors import DecodeError  # noqa: E402
@@ -45,13 +46,13 @@ def fuzz_ndn_stream(data: bytes) -> None:
 
 def fuzz_ndn_control(data: bytes) -> None:
     try:
-        out = ndn_face.parse_control_parameters(data)
+        out = nfd_mgmt.parse_control_parameters(data)
         ndn_name.validate(out["name"])
         assert set(out) <= {"name", "face_id", "cost", "flags", "origin", "expiration"}
     except DecodeError:
         pass
     try:
-        ndn_face.command_parameters(data)
+        nfd_mgmt.command_parameters(data)
     except DecodeError:
         pass
 

@@ -23,7 +23,7 @@ import pynng
 import pytest
 
 from e2e import free_port
-from pubmote.boards.sim import end_process
+from pubmote.boards.cable import end_process
 
 BIN = Path(sys.executable).parent
 PUBMOTE = str(BIN / "pubmote")

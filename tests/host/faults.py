@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e import APPS, Collector, boards_registered, bridge_with_boards, free_port, wait_until
-from pubmote.boards import sim
+from pubmote.boards.fleet import SimFleet
 from pubmote.core.auth import key_for_board
 from pubmote.gateway.bridge import Bridge, load_config
 from pubmote_wire import framing, interest, name, notify, sp
@@ -200,7 +200,7 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
     key_for_board(str(keys), "sim3")
     wrong = bytes(32)
     result: dict[str, Any] = {}
-    fleet = sim.SimFleet(3, tmp_path / "sim", app="probe_app", app_dir=APPS,
+    fleet = SimFleet(3, tmp_path / "sim", app="probe_app", app_dir=APPS,
                          extra={"seq_period_ms": 100})
     fleet.boards[0].config["key"] = k1.hex()
     fleet.boards[2].config["key"] = wrong.hex()  # sim3 deployed with a stale key

@@ -2,7 +2,7 @@
 running in rp2040js (pico.mjs under node), one process per board.
 
 A board's UART0 is its link to the bridge, as on a real board: the runner's stdin/stdout sit
-on the board end of a pty "cable" (sim.Cable), whose other end the bridge opens with
+on the board end of a pty "cable" (cable.Cable), whose other end the bridge opens with
 pyserial. Its configuration reaches it as it would reach a real board without `mpremote
 cp`: a littlefs image built here (littlefs-python) is placed in the flash where MicroPython's
 filesystem lives, holding /pubmote_config.json; pubmote itself is frozen in the firmware.
@@ -16,8 +16,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pubmote.boards.cable import Cable, detach_child
 from pubmote.boards.fwbuild import BOOTROM, CACHE
-from pubmote.boards.sim import Cable, SimBoard, detach_child
+from pubmote.boards.sim import SimBoard
 
 RUNNER = Path(__file__).resolve().parent / "pico.mjs"
 ROOT = Path(__file__).resolve().parents[3]

@@ -45,14 +45,14 @@ class FlashUsageError(FlashError):
 
 def check_port(port: str) -> None:
     """A FlashUsageError unless `port` exists and is a serial line."""
-    from pubmote.cli.config_check import ConfigError, serial_port
+    from pubmote.core.addresses import AddressError, check_serial
 
     if not os.path.exists(port):
         raise FlashUsageError("--port %s: no such port: check the cable; `mpremote devs` "
                               "lists serial ports" % port)
     try:
-        serial_port(port)
-    except ConfigError as e:
+        check_serial(port)
+    except AddressError as e:
         raise FlashUsageError(str(e).replace("--serial", "--port", 1)) from None
 
 

@@ -16,8 +16,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pubmote.boards.cable import Cable, detach_child, end_process
 from pubmote.boards.profiles import load_profile
-from pubmote.boards.sim import Cable, detach_child, end_process, micropython_exe
+from pubmote.boards.sim import micropython_exe
 
 log = logging.getLogger("pubmote.simdev")
 

@@ -6,9 +6,9 @@ ports that are not serial ports, board keys that are not hex."""
 from __future__ import annotations
 
 import json
-import os
-import stat
 from typing import Any
+
+from pubmote.core.addresses import AddressError, check_serial, parse_hostport
 
 
 class ConfigError(ValueError):
@@ -64,7 +64,7 @@ def check(cfg: dict[str, Any]) -> None:
     if not isinstance(cfg.get("sim_app_config", {}), dict):
         raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
                           % (_where("sim_app_config"), cfg["sim_app_config"]))
-    from pubmote.boards.sim import SIM_KINDS
+    from pubmote.boards.fleet import SIM_KINDS
 
     if cfg.get("sim_kind", "unix") not in SIM_KINDS:
         raise ConfigError("%s: one of %s, not %r"
@@ -137,14 +137,10 @@ def _multiaddr(text: str, flag: str, peer: bool) -> None:
 
 def host_port(spec: str, flag: str, shown: str | None = None) -> tuple[str, int]:
     """`HOST:PORT` with a port 0..65535 ([v6]:PORT too)."""
-    host, sep, port = spec.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigError("%s %s: expected HOST:PORT with a numeric port, e.g. 127.0.0.1:5700"
-                          % (flag, shown or spec))
-    if int(port) > 65535:
-        raise ConfigError("%s %s: port %s is above 65535; use a port from 1 to 65535"
-                          % (flag, shown or spec, port))
-    return host.strip("[]") or "127.0.0.1", int(port)
+    try:
+        return parse_hostport(spec)
+    except AddressError as e:
+        raise ConfigError("%s %s: %s" % (flag, shown or spec, e)) from None
 
 
 def _url(url: str, flag: str) -> None:
@@ -160,32 +156,11 @@ def _url(url: str, flag: str) -> None:
 
 
 def serial_port(spec: str) -> tuple[str, int]:
-    """`PORT[:BAUD]`: the port, if it exists, must be a character device (a serial line);
-    one that does not exist yet is waited for (a board not plugged in)."""
-    port, baud = spec, 115200
-    if not os.path.exists(spec):
-        head, sep, tail = spec.rpartition(":")
-        if sep and tail.isdigit():
-            port, baud = head, int(tail)
-        elif sep and head and (os.path.exists(head) or tail.isalnum()):
-            # /dev/ttyUSB0:abc; device names with colons (/dev/serial/by-path/...-0:1.0)
-            # end in something other than letters and digits only
-            raise ConfigError("--serial %s: baud rate %r is not a number (PORT[:BAUD], "
-                              "e.g. %s:115200)" % (spec, tail, head))
-    if os.path.exists(port):
-        mode = os.stat(port).st_mode
-        if not stat.S_ISCHR(mode):
-            raise ConfigError("--serial %s: not a serial port (a %s); boards appear as "
-                              "/dev/ttyUSB*, /dev/ttyACM* or a simulated board's tty"
-                              % (port, "directory" if stat.S_ISDIR(mode) else "regular file"))
-        if os.path.realpath(port) in ("/dev/null", "/dev/zero", "/dev/full", "/dev/random",
-                                      "/dev/urandom"):
-            raise ConfigError("--serial %s: not a serial port (%s is a special file); boards "
-                              "appear as /dev/ttyUSB*, /dev/ttyACM* or a simulated board's tty"
-                              % (port, port))
-    if not 50 <= baud <= 4_000_000:
-        raise ConfigError("--serial %s: baud rate %d out of range (e.g. 115200)" % (spec, baud))
-    return port, baud
+    """`PORT[:BAUD]`: the port, if it exists, must be a serial line (core.addresses)."""
+    try:
+        return check_serial(spec)
+    except AddressError as e:
+        raise ConfigError(str(e)) from None
 
 
 def _keys(path: str) -> None:

@@ -10,6 +10,8 @@ import socket
 import sys
 from typing import Any
 
+from pubmote.core.addresses import parse_hostport
+
 DHT_EPILOG = """\
 examples:
   pubmote dht keygen --key-file gw.key
@@ -140,11 +142,9 @@ def _no_action(parser: argparse.ArgumentParser) -> Any:
 def _addrs(specs: list[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for spec in specs or list(PUBLIC_ROUTERS):
-        host, sep, port = spec.rpartition(":")
-        if not sep or not port.isdigit():
-            raise ValueError("expected HOST:PORT, got %r" % spec)
+        host, port = parse_hostport(spec)
         try:
-            infos = socket.getaddrinfo(host or "127.0.0.1", int(port), socket.AF_INET,
+            infos = socket.getaddrinfo(host, port, socket.AF_INET,
                                        socket.SOCK_DGRAM)
         except OSError as e:
             if specs:

@@ -485,9 +485,11 @@ async def _status_lines(bridge: Any, every_s: float) -> None:
 
 
 async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 60.0) -> None:
+    from pubmote.boards.fleet import SimFleet
     from pubmote.gateway.bridge import Bridge
 
-    async with Bridge(cfg) as bridge:
+    fleet = SimFleet.from_config(cfg) if cfg["sim_boards"] else None
+    async with Bridge(cfg, fleet=fleet) as bridge:
         log = logging.getLogger("pubmote.bridge")
         log.info("bridge up: gateway %s, %d faces, SP %s", cfg["gateway"],
                  len(bridge.faces), [ep.url for ep in bridge.sp])
@@ -495,8 +497,8 @@ async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 6
             h = bridge.mesh.host
             for a in h.listen_addrs:  # tests and people read the real port from here
                 print("mesh listen: %s" % a.with_p2p(str(h.peer_id)), flush=True)
-        if bridge.fleet is not None:
-            for b in bridge.fleet.boards:
+        if fleet is not None:
+            for b in fleet.boards:
                 log.info("simulated board %s on %s (log %s)", b.name, b.port, b.log_path)
         if view:
             from pubmote.gateway.view import live_view
@@ -510,7 +512,7 @@ async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 6
 
 
 async def _sim(args: argparse.Namespace) -> None:
-    from pubmote.boards.sim import SimFleet
+    from pubmote.boards.fleet import SimFleet
 
     extra = _json_object(args.app_config, "--app-config") or {}
     fleet = SimFleet(args.boards, Path(args.dir), kind=args.kind, period_ms=args.period_ms,

@@ -16,10 +16,10 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
+from pubmote.core import nfd_mgmt
 from pubmote.core.auth import BoardAuth, board_of
 from pubmote.core.forwarder import Face, Forwarder
 from pubmote.core.journal import Journal
-from pubmote.faces import ndn as ndn_face
 from pubmote_wire import cbor, lp, notify, sp
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
@@ -243,10 +243,10 @@ class Hub:
     def _on_interest(self, face: HubFace, pkt: bytes) -> None:
         i = ndn_interest.decode_interest(pkt)
         nm = bytes(i.name)
-        if nm.startswith(ndn_face.LOCALHOST):
+        if nm.startswith(nfd_mgmt.LOCALHOST):
             # /localhost never leaves this host: management from local apps, else dropped
-            if face.kind == "ndn" and (nm.startswith(ndn_face.RIB_REGISTER)
-                                       or nm.startswith(ndn_face.RIB_UNREGISTER)):
+            if face.kind == "ndn" and (nm.startswith(nfd_mgmt.RIB_REGISTER)
+                                       or nm.startswith(nfd_mgmt.RIB_UNREGISTER)):
                 self._on_rib_command(face, nm)
             else:
                 self.counters["localhost_dropped"] += 1
@@ -292,12 +292,12 @@ class Hub:
     def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
         """NFD's rib/register and rib/unregister for a local NDN application."""
         self.counters["rib_commands"] += 1
-        register = nm.startswith(ndn_face.RIB_REGISTER)
+        register = nm.startswith(nfd_mgmt.RIB_REGISTER)
         try:
-            params = ndn_face.command_parameters(nm)
+            params = nfd_mgmt.command_parameters(nm)
         except DecodeError as e:
             self.counters["rib_refused"] += 1
-            self._reply(face, nm, ndn_face.control_response(400, "malformed command: %s" % e,
+            self._reply(face, nm, nfd_mgmt.control_response(400, "malformed command: %s" % e,
                                                             None))
             return
         prefix = params["name"]
@@ -307,14 +307,14 @@ class Hub:
                 self.fwd.add_route(prefix, face)
             except ValueError as e:
                 self.counters["rib_refused"] += 1
-                self._reply(face, nm, ndn_face.control_response(403, str(e), None))
+                self._reply(face, nm, nfd_mgmt.control_response(403, str(e), None))
                 return
         else:
             self.fwd.remove_route(prefix, face)
         topic = _notify_topic(prefix)
         if topic is not None:
             self._app_subscription(face, topic, register)
-        self._reply(face, nm, ndn_face.control_response(200, "OK", params))
+        self._reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
 
     def _app_subscription(self, face: HubFace, topic: bytes, add: bool) -> None:
         # a PubSub subscriber registers /<topic>/notify: the hub delivers that topic to it

@@ -15,6 +15,7 @@ import os
 import socket
 from typing import Any
 
+from pubmote.core.addresses import AddressError, parse_tcp_url
 from pubmote.core.hub import Hub, Message
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
@@ -33,14 +34,10 @@ def parse_url(url: str) -> tuple[str, Any]:
         return "ipc", url[len("ipc://"):]
     if not url.startswith("tcp://"):
         raise ValueError("SP URL must be tcp://HOST:PORT or ipc:///PATH, not %r" % url)
-    hostport = url[len("tcp://"):]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError("SP URL needs a port: %r" % url)
-    host = host.strip("[]") or "127.0.0.1"
-    if host == "*":
-        host = "0.0.0.0"
-    return "tcp", (host, int(port))
+    try:
+        return "tcp", parse_tcp_url(url)
+    except AddressError as e:
+        raise ValueError("SP URL %r: %s" % (url, e)) from None
 
 
 async def _serve(url: str, factory: Any) -> asyncio.AbstractServer:

@@ -1,17 +1,16 @@
-"""`pubmote bridge`: assemble the hub, the board faces, the SP endpoints and the simulated
-boards from a configuration, run them until cancelled, and tear everything down."""
+"""`pubmote bridge`: assemble the hub, the board faces, the SP endpoints, the mesh and the
+DHT from a configuration, run them (and the boards handed in, e.g. simulated ones) until
+cancelled, and tear everything down."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import tempfile
 import tomllib
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from pubmote.boards.sim import SimFleet
+from pubmote.core.addresses import DEFAULT_BAUD, parse_hostport, parse_serial
 from pubmote.core.auth import BoardAuth, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
@@ -24,7 +23,6 @@ from pubmote_wire import sp
 
 log = logging.getLogger("pubmote.bridge")
 
-DEFAULT_BAUD = 115200
 SIM_PORT_QUIET_S = 15.0  # a simulated board's pty comes up after the bridge: not an error
 
 DEFAULTS: dict[str, Any] = {
@@ -114,25 +112,24 @@ def load_config(path: str | None, overrides: dict[str, Any],
     return cfg
 
 
-def parse_serial(spec: str) -> tuple[str, int]:
-    """`/dev/ttyUSB0:115200` -> (port, baud); the baud rate is optional."""
-    port, sep, baud = spec.rpartition(":")
-    if sep and baud.isdigit():
-        return port, int(baud)
-    return spec, DEFAULT_BAUD
+class BoardSource(Protocol):
+    """Boards that start and stop with the bridge (`pubmote bridge --sim-boards`: the
+    simulated fleet). The bridge opens their serial ports; the others dial its faces."""
 
+    def start(self) -> None: ...
 
-def parse_hostport(spec: str) -> tuple[str, int]:
-    host, sep, port = spec.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError("expected HOST:PORT, got %r" % spec)
-    return host.strip("[]") or "127.0.0.1", int(port)
+    def stop(self) -> None: ...
+
+    def serial_ports(self) -> list[str]: ...
 
 
 class Bridge:
     """A running bridge; use `async with Bridge(cfg) as b:` then `await b.wait()`."""
 
-    def __init__(self, cfg: dict[str, Any]) -> None:
+    def __init__(self, cfg: dict[str, Any], *, fleet: BoardSource | None = None) -> None:
+        if cfg["sim_boards"] and fleet is None:
+            raise ValueError("sim_boards is set: pass the boards, "
+                             "fleet=pubmote.boards.fleet.SimFleet.from_config(cfg)")
         self.cfg = cfg
         self.hub = Hub(gateway=cfg["gateway"], timeout_ms=cfg["timeout_ms"],
                        board_queue_len=cfg["board_queue_len"])
@@ -143,8 +140,7 @@ class Bridge:
         self.tracer: Tracer | None = None
         self.journal: Journal | None = None
         self.servers: list[asyncio.AbstractServer | asyncio.DatagramTransport] = []
-        self.fleet: SimFleet | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.fleet = fleet
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
         self.mesh: Any = None  # gateway_mesh.GatewayMesh: directed routing, and the mesh
@@ -160,7 +156,9 @@ class Bridge:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _add_serial(self, port: str, baud: int, quiet_s: float = 0.0) -> SerialFace:
+    def add_serial(self, port: str, baud: int = DEFAULT_BAUD, quiet_s: float = 0.0) -> SerialFace:
+        """Open a board's serial line as a face (also while running: a board plugged in
+        later)."""
         face = SerialFace(port, baud, self.hub.on_packet, self.hub.face_state, quiet_s)
         self.faces.append(face)
         self._tasks.append(asyncio.create_task(face.run()))
@@ -210,23 +208,11 @@ class Bridge:
             self.udp.append(proto)
             self.servers.append(transport)
         for spec in cfg["serial"]:
-            self._add_serial(*parse_serial(spec))
-        if cfg["sim_boards"]:
-            workdir = cfg["sim_dir"]
-            if not workdir:
-                self._tmp = tempfile.TemporaryDirectory(prefix="pubmote-sim-")
-                workdir = self._tmp.name
-            app_dir = cfg["sim_app_dir"]
-            self.fleet = SimFleet(int(cfg["sim_boards"]), Path(workdir), kind=cfg["sim_kind"],
-                                  period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
-                                  app_dir=Path(app_dir) if app_dir else None,
-                                  extra=dict(cfg["sim_app_config"]))
+            self.add_serial(*parse_serial(spec))
+        if self.fleet is not None:
             self.fleet.start()
-            for b in self.fleet.boards:
-                # boards on a cable (pty: the unix port; uart: an emulated Pico); others
-                # dial our --tcp/--udp faces
-                if b.config["link"] in ("pty", "uart"):
-                    self._add_serial(b.port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
+            for board_port in self.fleet.serial_ports():
+                self.add_serial(board_port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
         if cfg["retained"]:
             from pubmote.gateway.retained import from_config
 
@@ -308,10 +294,6 @@ class Bridge:
         await self.hub.close()
         if self.fleet is not None:
             self.fleet.stop()
-            self.fleet = None
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
         if self.tracer is not None:
             self.tracer.close()
             self.tracer = None

@@ -239,7 +239,7 @@ class RetainedTopics:
 async def from_config(hub: Hub, cfg: dict[str, Any]) -> RetainedTopics:
     """RetainedTopics from the bridge's config keys (retained, dht_key_file, dht_pubkey,
     dht_host, dht_port, dht_bootstrap), started."""
-    from pubmote.gateway.bridge import parse_hostport
+    from pubmote.core.addresses import parse_hostport
 
     def listed(v: Any) -> list[str]:
         return [v] if isinstance(v, str) else list(v or [])

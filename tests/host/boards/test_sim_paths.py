@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from e2e import APPS, Collector, boards_registered, free_port
+from pubmote.boards.fleet import SimFleet
 from pubmote.gateway.bridge import Bridge, load_config
 
 
@@ -21,7 +22,7 @@ def test_relative_sim_dir_and_app_dir(tmp_path: Path, monkeypatch: pytest.Monkey
                              "sim_app_config": {"seq_period_ms": 50}, "sp_pub": [url]})
 
     async def run() -> None:
-        async with Bridge(cfg) as bridge:
+        async with Bridge(cfg, fleet=SimFleet.from_config(cfg)) as bridge:
             col = Collector(url, b"/test/sim1/seq|")
             try:
                 await boards_registered(bridge, ["sim1"])

@@ -22,7 +22,7 @@ from pathlib import Path
 import pynng
 
 from e2e import APPS, free_ports, wait_until
-from pubmote.boards.sim import end_process
+from pubmote.boards.cable import end_process
 from pubmote.p2p import KeyPair
 
 N = 10
