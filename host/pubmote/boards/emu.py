@@ -16,12 +16,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child
 from pubmote.boards.fwbuild import BOOTROM, CACHE
 from pubmote.boards.sim import SimBoard
 
-RUNNER = Path(__file__).resolve().parent / "pico.mjs"
-ROOT = Path(__file__).resolve().parents[3]
+RUNNER = files.pico_runner()
 # RPI_PICO: 2 MiB flash, MicroPython's littlefs in its last 1408 KiB (mpconfigboard.h),
 # 4 KiB erase blocks, 256-byte programming (ports/rp2/modules/_boot.py)
 FLASH_BYTES = 2 * 1024 * 1024
@@ -36,8 +36,12 @@ def node_exe() -> str:
     exe = shutil.which("node")
     if exe is None:
         raise FileNotFoundError("node not found: install Node.js 20 (apt-get install nodejs)")
-    if not (ROOT / "node_modules" / "rp2040js").is_dir():
-        raise FileNotFoundError("rp2040js not installed: run `make setup` (npm ci)")
+    # rp2040js comes from npm, into a checkout's node_modules (where node finds it from
+    # pico.mjs); an installed pubmote has no emulated Picos
+    root = files.checkout()
+    if root is None or not (root / "node_modules" / "rp2040js").is_dir():
+        raise FileNotFoundError("rp2040js not installed: run `make setup` (npm ci) in a "
+                                "pubmote checkout")
     return exe
 
 

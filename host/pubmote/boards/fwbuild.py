@@ -21,16 +21,44 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
-CACHE = ROOT / "build" / "firmware"
+from pubmote.boards import files
+
+CACHE = files.build_dir() / "firmware"
 DEFAULT_OUT = CACHE / "pico"
-SHARED_RP2040 = ROOT.parent / "shared" / "rp2040"
+# the MicroPython tarball and the RP2040 boot ROM: ../shared/rp2040 beside a checkout
+_CHECKOUT = files.checkout()
+SHARED_RP2040 = (_CHECKOUT.parent / "shared" / "rp2040" if _CHECKOUT is not None
+                 else files.build_dir() / "rp2040")
 TARBALL_NAME = "micropython-1.27.0-rp2-src.tar.xz"
 BOOTROM = SHARED_RP2040 / "bootrom-b1.bin"
-MANIFEST = ROOT / "firmware" / "manifest.py"
-# what the manifest freezes: a change to any of these is a new firmware
-FROZEN_SOURCES = (("shared", "pubmote_wire"), ("firmware", "pubmote_node"),
-                  ("firmware", "frozen"))
+# The manifest names its sources relative to itself, as laid out in a checkout
+# (../shared/pubmote_wire); the build runs on a copy in that layout, made from the
+# installed packages. What it freezes, by place in that layout: a change to any of these
+# is a new firmware.
+MANIFEST_NAME = "firmware/manifest.py"
+FROZEN_SOURCES = (("shared/pubmote_wire", "pubmote_wire", ""),
+                  ("firmware/pubmote_node", "pubmote_node", ""),
+                  ("firmware/frozen", "pubmote_firmware", "frozen"))
+
+
+def frozen_files() -> list[tuple[str, Path]]:
+    """(place in the checkout layout, file) for the manifest and every frozen source."""
+    out = [(MANIFEST_NAME, files.firmware_dir() / "manifest.py")]
+    for place, package, sub in FROZEN_SOURCES:
+        base = files.package_dir(package) / sub if sub else files.package_dir(package)
+        for f in sorted(base.rglob("*.py")):
+            out.append((place + "/" + f.relative_to(base).as_posix(), f))
+    return out
+
+
+def stage_sources(dest: Path) -> Path:
+    """Copy the manifest and its sources into dest in the checkout layout; return the
+    manifest's path there."""
+    shutil.rmtree(dest, ignore_errors=True)
+    for place, f in frozen_files():
+        (dest / place).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, dest / place)
+    return dest / MANIFEST_NAME
 DEB_TOOLCHAIN = "gcc-arm-none-eabi libnewlib-arm-none-eabi cmake build-essential"
 # board -> MicroPython port, BOARD= name, and what a build needs besides the tree
 BOARDS: dict[str, tuple[str, str]] = {
@@ -130,10 +158,10 @@ def inputs_key(board: str, tree_id: str, toolchain: str) -> str:
     h = hashlib.sha256()
     for part in (board, tree_id, toolchain, sys.platform):
         h.update(part.encode() + b"\0")
-    h.update(MANIFEST.read_bytes())
-    for top, pkg in FROZEN_SOURCES:
-        for f in sorted((ROOT / top / pkg).rglob("*.py")):
-            h.update(str(f.relative_to(ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    staged = frozen_files()
+    h.update(staged[0][1].read_bytes())  # the manifest
+    for place, f in staged[1:]:
+        h.update(place.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -249,7 +277,8 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         # the build folder depends on the tree: cmake keeps the manifest and paths it was
         # configured with, so another tree gets another folder
         obj = CACHE / ("obj-%s-%s" % (board, hashlib.sha256(str(tree).encode()).hexdigest()[:8]))
-        cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % MANIFEST
+        manifest = stage_sources(CACHE / "sources")
+        cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % manifest
         if picotool_dir != Path():
             cmake_args += " -Dpicotool_DIR=%s" % picotool_dir
         _run(["make", "-j", jobs, "-C", str(port_dir), "BOARD=" + mp_board, "BUILD=" + str(obj),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 from typing import Any
 
-BOARDS_DIR = Path(__file__).resolve().parents[3] / "boards"
+from pubmote.boards.files import profiles_dir
+
+BOARDS_DIR = profiles_dir()
 REQUIRED = ("name", "description", "mpy_arch", "heap_budget_bytes", "default_link", "links",
             "flash", "deploy")
 

@@ -11,10 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child, end_process
 from pubmote.boards.profiles import load_profile
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def micropython_exe() -> str:
@@ -57,13 +56,14 @@ class SimBoard:
         if not self.cable.plugged:
             self.cable.plug()
         self.config_path.write_text(json.dumps(self.config))
-        path = [".frozen", str(ROOT / "shared"), str(ROOT / "firmware")]
+        path = [".frozen", *files.micropython_path()]
         if self.app_dir is not None:
             path.append(str(self.app_dir))
         env = dict(os.environ, MICROPYPATH=":".join(path), PUBMOTE_CONFIG=str(self.config_path))
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
-                [micropython_exe(), "-X", "heapsize=" + self.heap, str(ROOT / "firmware" / "main.py")],
+                [micropython_exe(), "-X", "heapsize=" + self.heap,
+                 str(files.firmware_dir() / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=self.workdir, preexec_fn=detach_child)  # the workdir is its flash
 
