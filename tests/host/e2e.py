@@ -84,7 +84,7 @@ async def bridge_with_boards(tmp: Path, n: int, *, app: str = "demo", period_ms:
     conf = load_config(None, {"sim_boards": n, "sim_dir": str(tmp), "sim_period_ms": period_ms,
                               "timeout_ms": 1000, "sim_app": app, "sim_app_dir": str(APPS),
                               "sim_app_config": extra or {}, **cfg})
-    bridge = Bridge(conf, fleet=SimFleet.from_config(conf))
+    bridge = Bridge(conf, fleet=SimFleet.from_config(conf) if n else None)
     async with bridge:
         yield bridge
 
