@@ -98,7 +98,7 @@ async def wait_until(pred: Callable[[], bool], timeout_s: float, what: str) -> N
 
 
 async def boards_registered(bridge: Bridge, names: list[str], timeout_s: float = 60) -> None:
-    await wait_until(lambda: all(n in bridge.hub.boards and bridge.hub.boards[n].face.up
+    await wait_until(lambda: all((b := bridge.hub.board(n)) is not None and b.up
                                  for n in names), timeout_s, "boards %s to register" % names)
 
 

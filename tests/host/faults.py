@@ -174,12 +174,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, An
         return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
                 "calm_lost": len(lost), "lost_examples": lost[:10],
                 "sp_dropped": bridge.sp[0].counters["dropped"],
-                "calm_failed": bridge.hub.boards["sim2"].counters["fetch_failed"],
+                "calm_failed": bridge.hub.board("sim2").counters["fetch_failed"],
                 "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
 
 
 def _count(bridge: Any, topic: bytes) -> int:
-    st = bridge.hub.topics.get(topic)
+    st = bridge.hub.topic_stats().get(topic)
     return st.count if st is not None else 0
 
 
@@ -242,8 +242,8 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
             got = col.with_prefix(b"/test/")
             result.update(rejected=dict(auth.rejected), accepted=auth.accepted,
                           delivered=[x.split(b"|")[0] for x in got],
-                          sim3_published=hub.boards["sim3"].counters["published"]
-                          if "sim3" in hub.boards else 0,
+                          sim3_published=hub.board("sim3").counters["published"]
+                          if hub.board("sim3") is not None else 0,
                           keys=[k1.hex(), wrong.hex()])
     finally:
         fleet.stop()

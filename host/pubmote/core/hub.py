@@ -1,180 +1,42 @@
-"""The pub/sub hub: boards register their filters, publish with seed 000 (the hub fetches
-and acks) and receive with seed 000 (the hub publishes, the board fetches and acks).
+"""The pub/sub hub: boards register their filters, publish with the NDN notify protocol
+(the hub fetches and acks: intake.py) and receive with it (the hub publishes, the board
+fetches and acks: delivery.py). NDN apps register prefixes with NFD's rib commands.
 
 Every message that reaches the hub fans out to every listener (SP PUB clients, the
-journal, the view) and to every board whose seed-001 filters match `<topic URI>|<payload>`.
-"""
+journal, the view) and to every board whose nanomsg-style filters match
+`<topic URI>|<payload>` (hub_base.py). Everyone else uses the small API at the end of
+the Hub class: hooks for events, read-only snapshots of boards, and delivery through the
+hub's own drop counting and journaling."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
+import contextlib
 import logging
 import os
 import time
-from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
 
 from pubmote.core import nfd_mgmt
-from pubmote.core.auth import BoardAuth, board_of
-from pubmote.core.forwarder import Face, Forwarder
-from pubmote.core.journal import Journal
-from pubmote_wire import cbor, lp, notify, sp
+from pubmote.core.auth import board_of
+from pubmote.core.control import HELLO, MSG, REGISTER, SIGNER, new_nonce, notify_topic
+from pubmote.core.delivery import Delivery
+from pubmote.core.intake import NotifyIntake
+from pubmote.core.messages import Listener, Message, TopicStats
+from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote_wire import cbor, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
-from pubmote_wire.signature import DigestSigner
 
 log = logging.getLogger("pubmote.hub")
 
-REGISTER = ndn_name.from_uri("/pubmote/ctl/register")
-HELLO = ndn_name.from_uri("/pubmote/ctl/hello")
-MSG = ndn_name.generic(b"msg")
-NOTIFY_COMPONENT = ndn_name.generic(b"notify")
-SIGNER = DigestSigner()
-# room for everything but the names and payload in a notify/msg packet: TLV headers,
-# notify and msg components, params digest, nonces, lifetime, signature info and value
-_OVERHEAD = 256
+__all__ = ["BoardInfo", "BoardState", "Hub", "HubFace", "Message", "TopicStats"]
 
 
-class Message:
-    """One relayed message. `topic` is the topic's URI as bytes."""
-
-    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board")
-
-    def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str,
-                 t_board: int | None = None) -> None:
-        self.topic = topic
-        self.payload = payload
-        self.origin = origin
-        self.ingress = ingress
-        self.t_recv = time.time()
-        self.t_board = t_board  # the board's SignatureTime (ms), when it signs
-
-    def line(self) -> bytes:
-        """The SP form: `<topic URI>|<payload>`, what seed-001 filters match against."""
-        return self.topic + b"|" + self.payload
-
-
-Listener = Callable[[Message], None]
-
-
-class HubFace(Protocol):
-    """What the hub needs of any face: board links and NDN application connections."""
-
-    face_id: int
-    label: str
-    kind: str
-    up: bool
-    board: str | None
-    tracer: Any
-
-    def send_packet(self, pkt: bytes) -> None: ...
-
-    def bad_frames(self) -> int: ...
-
-
-class BoardState:
-    """What the hub knows of one board, keyed by the name it registered with."""
-
-    def __init__(self, name: str, prefix: bytes, face: HubFace, queue_len: int) -> None:
-        self.name = name
-        self.prefix = prefix
-        self.face = face
-        self.filter = sp.SubFilter()
-        self.filters: list[bytes] = []
-        self.registered_at = time.time()
-        self.last_seen = time.time()
-        self.registrations = 0
-        self.down = False  # its face went down; its next registration is a reconnect
-        self.outbox: deque[Message] = deque()
-        self.queue_len = queue_len
-        self.wake = asyncio.Event()
-        self.worker: asyncio.Task[None] | None = None
-        self.last: dict[bytes, bytes] = {}
-        self.counters = {"published": 0, "delivered": 0, "dropped": 0, "fetch_failed": 0,
-                         "deliver_failed": 0, "duplicates": 0}
-
-    def set_filters(self, filters: list[bytes]) -> None:
-        f = sp.SubFilter()
-        for p in filters:
-            f.subscribe(p)
-        self.filter = f
-        self.filters = list(filters)
-
-    def enqueue(self, msg: Message) -> Message | None:
-        """Queue msg for delivery; return the message dropped to make room, if any."""
-        dropped = None
-        if len(self.outbox) >= self.queue_len:
-            dropped = self.outbox.popleft()
-            self.counters["dropped"] += 1
-        self.outbox.append(msg)
-        self.wake.set()
-        return dropped
-
-
-class TopicStats:
-    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.last_payload = b""
-        self.last_origin = ""
-        self.last_time = 0.0
-        self.rate = 0.0
-        self._t0 = time.monotonic()
-        self._n0 = 0
-
-    def add(self, msg: Message) -> None:
-        self.count += 1
-        self.last_payload = msg.payload
-        self.last_origin = msg.origin
-        self.last_time = msg.t_recv
-        now = time.monotonic()
-        if now - self._t0 >= 2.0:
-            self.rate = (self.count - self._n0) / (now - self._t0)
-            self._t0, self._n0 = now, self.count
-
-
-class Hub:
+class Hub(NotifyIntake, Delivery):
     """The bridge's pub/sub core; faces hand it packets through `on_packet`."""
-
-    def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
-                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256) -> None:
-        self.gateway = gateway
-        self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
-        self.fwd = Forwarder()
-        self.timeout_ms = timeout_ms
-        self.retries = retries
-        self.board_queue_len = board_queue_len
-        self.window = window
-        self.max_boards = max_boards
-        self.boards: dict[str, BoardState] = {}
-        self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
-        self.faces: dict[int, HubFace] = {}
-        self.tracer: Any = None
-        self.auth: BoardAuth | None = None
-        self.journal: Journal | None = None
-        self.topics: dict[bytes, TopicStats] = {}
-        self.listeners: list[Listener] = []
-        # called with each board as it (re)registers: retained topics hand it last values
-        self.register_hooks: list[Callable[[BoardState], None]] = []
-        # see every message before fan-out; a hook returning True has taken it over
-        # (directed messages, seed 003: gateway_mesh.py routes them itself)
-        self.publish_hooks: list[Callable[[Message], bool]] = []
-        self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
-        self._inflight: set[bytes] = set()
-        self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
-                         "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
-                         "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
-                         "inline_refused": 0}
-
-    # ---- faces ---------------------------------------------------------------------
 
     def face_state(self, face: HubFace) -> None:
         if face.up:
@@ -184,7 +46,7 @@ class Hub:
                 # a board that was on this line before the bridge (re)started hears a hello
                 # and re-registers at once instead of waiting for its keepalive
                 face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
-                                                     nonce=_nonce(), lifetime_ms=1000))
+                                                     nonce=new_nonce(), lifetime_ms=1000))
         else:
             self.faces.pop(face.face_id, None)
             self.fwd.remove_face(face)
@@ -311,7 +173,7 @@ class Hub:
                 return
         else:
             self.fwd.remove_route(prefix, face)
-        topic = _notify_topic(prefix)
+        topic = notify_topic(prefix)
         if topic is not None:
             self._app_subscription(face, topic, register)
         self._reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
@@ -332,15 +194,6 @@ class Hub:
             filters.append(line)
         sub.set_filters(filters)
 
-    def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
-        face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
-
-    def _send_nack(self, face: HubFace, pkt: bytes) -> None:
-        buf = bytearray(len(pkt) + 32)
-        n = lp.encode_nack(buf, 0, pkt, lp.NACK_NO_ROUTE)
-        face.send_packet(bytes(buf[:n]))
-        self.counters["nacks_sent"] += 1
-
     def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
                      pkt: bytes) -> None:
         try:
@@ -352,7 +205,7 @@ class Hub:
         except (DecodeError, KeyError, TypeError, ValueError) as e:
             self.counters["bad_packets"] += 1
             log.warning("bad registration from %s: %s", face.label, e)
-            self._send_nack(face, ndn_interest.encode(nm, nonce=_nonce()))
+            self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
             return
         key = self.auth.keys.get(bname) if self.auth is not None else None
         if key is not None and self.auth is not None and self.auth.check_interest(
@@ -385,8 +238,12 @@ class Hub:
             self.fwd.add_route(served, face)
         if b.worker is None or b.worker.done():
             b.worker = self._spawn(self._deliver_loop(b))
-        for hook in self.register_hooks:
-            hook(b)
+        info = b.info()
+        for hook in list(self._register_hooks):
+            try:
+                hook(info)
+            except Exception:  # noqa: BLE001 - a broken hook must not break a registration
+                log.exception("register hook failed")
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it
@@ -395,254 +252,53 @@ class Hub:
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
 
-    # ---- board -> hub: seed 000 with the hub as the subscriber ----------------------
+    # ---- the API for everyone else: events, snapshots ---------------------------------
 
-    async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
-                         publisher: bytes, nonce: bytes, fwd: bytes | None = None,
-                         t_board: int | None = None, inline: bytes | None = None) -> None:
-        key = publisher + b"\x00" + nonce
-        if key in self._done:
-            self._count_board(face, "duplicates")
-            self._ack(face, notify_name)
-            return
-        if key in self._inflight:
-            return  # a retransmitted notify; the ack of the first answers both (same name)
-        self._inflight.add(key)
-        try:
-            d = self._inline_msg(inline, publisher, topic, nonce)
-            reply = inline if d is not None else await self._fetch(face, publisher, topic,
-                                                                   nonce, fwd)
-            if reply is None:
-                self.counters["fetch_failed"] += 1
-                self._count_board(face, "fetch_failed")
-                self._journal_event("fetch_failed", face.board or ndn_name.to_uri(publisher),
-                                    face.label, topic=ndn_name.to_uri(topic))
-                return
-            if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
-                    and self.auth.check_data(board_of(publisher), reply)):
-                return
-            if d is None:
-                d = ndn_data.decode_data(reply)
-            payload = bytes(d.content) if d.content is not None else b""
-            self._done[key] = True
-            while len(self._done) > 4096:
-                self._done.popitem(last=False)
-            origin = face.board or ndn_name.to_uri(publisher)
-            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label, t_board)
-            self._count_board(face, "published")
-            b = self.boards.get(face.board or "")
-            if b is not None:
-                b.last[msg.topic] = payload
-                b.last_seen = time.time()
-            self.publish(msg)
-            # ack only after the message is handed to every subscriber: an acked message
-            # is never lost by a crash of the board
-            self._ack(face, notify_name)
-        finally:
-            self._inflight.discard(key)
+    def add_listener(self, fn: Listener) -> None:
+        """Call fn with every message the hub relays (after publish hooks)."""
+        self._listeners.append(fn)
 
-    def _inline_msg(self, inline: bytes | None, publisher: bytes, topic: bytes,
-                    nonce: bytes) -> ndn_data.Data | None:
-        """The message Data a notify carried inline, decoded, if it is the one the notify
-        announces (else None: it is fetched, as by any subscriber that ignores INLINE_MSG)."""
-        if inline is None:
-            return None
-        try:
-            d = ndn_data.decode_data(inline)
-        except DecodeError:
-            d = None
-        if d is None or bytes(d.name) != notify.msg_name(publisher, topic, nonce):
-            self.counters["inline_refused"] += 1
-            return None
-        self.counters["inline"] += 1
-        return d
+    def remove_listener(self, fn: Listener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(fn)
 
-    def _count_board(self, face: HubFace, key: str) -> None:
-        b = self.boards.get(face.board or "")
-        if b is not None:
-            b.counters[key] += 1
+    def has_listener(self, fn: Listener) -> bool:
+        return fn in self._listeners
 
-    async def _fetch(self, face: HubFace, publisher: bytes, topic: bytes, nonce: bytes,
-                     fwd: bytes | None = None) -> bytes | None:
-        # route by the message's name, else by the publisher's forwarding hint (seed 000's
-        # PublisherFwdHint: the publisher prefix is not announced), else back where the
-        # notify came from
-        hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce))
-        if not hops and fwd:
-            hops = self.fwd.lookup(fwd)
-        if not hops:
-            hops = [face]
-        buf = bytearray(len(publisher) + len(topic) + len(fwd or b"") + _OVERHEAD)
-        for _ in range(self.retries):
-            n = notify.encode_msg_interest(buf, 0, publisher, topic, nonce,
-                                           interest_nonce=_nonce(), lifetime_ms=self.timeout_ms,
-                                           fwd_hint=fwd or None)
-            pkt = bytes(buf[:n])
-            reply = await self._express(pkt, hops)
-            if reply is not None:
-                return reply
-        return None
+    def add_publish_hook(self, fn: Callable[[Message], bool]) -> None:
+        """fn sees each new message before fan-out; returning True, it has taken it over."""
+        self._publish_hooks.append(fn)
 
-    async def _express(self, pkt: bytes, hops: Sequence[Face],
-                       nacked: list[bool] | None = None) -> bytes | None:
-        """Send an Interest, wait for its Data (None on timeout or Nack; a Nack also
-        appends True to `nacked`)."""
-        i = ndn_interest.decode_interest(pkt)
-        fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+    def remove_publish_hook(self, fn: Callable[[Message], bool]) -> None:
+        with contextlib.suppress(ValueError):
+            self._publish_hooks.remove(fn)
 
-        def sink(reply: bytes | None, nack_reason: int | None) -> None:
-            if not fut.done():
-                if nack_reason is not None and nacked is not None:
-                    nacked.append(True)
-                fut.set_result(reply)
+    def add_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
+        """Call fn with a snapshot of each board as it registers or re-registers."""
+        self._register_hooks.append(fn)
 
-        if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink):
-            for h in hops:
-                h.send_packet(pkt)
-        return await fut
+    def remove_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._register_hooks.remove(fn)
 
-    def _ack(self, face: HubFace, notify_name: bytes) -> None:
-        face.send_packet(bytes(_encode_ack(notify_name)))
+    def board(self, name: str) -> BoardInfo | None:
+        """A snapshot of the board registered as `name`, or None."""
+        b = self.boards.get(name)
+        return b.info() if b is not None else None
 
-    # ---- fan-out ----------------------------------------------------------------------
+    def board_infos(self) -> list[BoardInfo]:
+        """Snapshots of every board known (up or down), in registration order."""
+        return [b.info() for b in self.boards.values()]
 
-    def publish(self, msg: Message, boards: Iterable[BoardState] | None = None, *,
-                listeners: bool = True) -> None:
-        """Relay one message to every listener and every board whose filters match.
+    def board_names(self) -> list[str]:
+        return list(self.boards)
 
-        With `boards`, to exactly those boards instead (a directed message, seed 003), and
-        to listeners and NDN apps only if `listeners`; publish hooks are skipped then."""
-        if boards is None:
-            for hook in self.publish_hooks:
-                try:
-                    if hook(msg):
-                        return
-                except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
-                    log.exception("publish hook failed")
-        self.counters["messages"] += 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
-                      msg.origin, msg.ingress, len(msg.payload))
-        stats = self.topics.get(msg.topic)
-        if stats is None:
-            stats = self.topics[msg.topic] = TopicStats()
-        stats.add(msg)
-        self.journal_outcome(msg, None, "relayed")
-        if boards is not None:
-            for b in boards:
-                self._enqueue(b, msg)
-        if not listeners:
-            return
-        for listener in self.listeners:
-            try:
-                listener(msg)
-            except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
-                log.exception("listener failed")
-        line = msg.line()
-        receivers: Iterable[BoardState] = (
-            self.app_subs.values() if boards is not None
-            else itertools.chain(self.boards.values(), self.app_subs.values()))
-        for b in receivers:
-            if b.filter.matches(line):
-                self._enqueue(b, msg)
+    def topic_stats(self) -> dict[bytes, TopicStats]:
+        """Per-topic figures (count, rate, last value), by topic URI; a copy of the table."""
+        return dict(self.topics)
 
-    def _enqueue(self, b: BoardState, msg: Message) -> None:
-        dropped = b.enqueue(msg)  # a full outbox drops its oldest message: journaled
-        if dropped is not None:
-            self.journal_outcome(dropped, b.name, "dropped")
-
-    def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
-        """One journal record: msg relayed (egress None, with its payload), or what became
-        of it at one egress (delivered/dropped/nacked). All records of one message share
-        its t_bridge, so the pipeline's event-time windows keep them together."""
-        j = self.journal
-        if j is None:
-            return
-        rec = {"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
-               "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
-               "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
-               "outcome": outcome}
-        if egress is None:
-            rec["payload"] = msg.payload.hex()
-        else:
-            rec["latency_ms"] = round((time.time() - msg.t_recv) * 1000, 3)
-        j.record(rec)
-
-    def _journal_event(self, outcome: str, origin: str, ingress: str, **extra: Any) -> None:
-        """A journal record about a board rather than a message (board_up, board_down,
-        fetch_failed), timed now."""
-        if self.journal is not None:
-            self.journal.record({"t_bridge": round(time.time() * 1000, 3), "origin": origin,
-                                 "ingress": ingress, "outcome": outcome, **extra})
-
-    # ---- hub -> board: seed 000 with the hub as the publisher -------------------------
-
-    async def _deliver_loop(self, b: BoardState) -> None:
-        sem = asyncio.Semaphore(self.window)
-        while True:
-            while not b.outbox:
-                b.wake.clear()
-                await b.wake.wait()
-            if not b.face.up:
-                await asyncio.sleep(0.2)
-                continue
-            msg = b.outbox.popleft()
-            await sem.acquire()
-            self._spawn(self._deliver_one(b, msg, sem))
-
-    async def _deliver_one(self, b: BoardState, msg: Message, sem: asyncio.Semaphore) -> None:
-        nonce = os.urandom(4)
-        try:
-            topic = ndn_name.from_uri(msg.topic.decode())
-            buf = bytearray(len(topic) + len(self.prefix) + len(msg.payload) + _OVERHEAD)
-            n = notify.encode_msg_data(buf, 0, self.prefix, topic, nonce, msg.payload,
-                                       signer=SIGNER)
-            self._serve[nonce] = bytes(buf[:n])
-            for _ in range(self.retries):
-                nb = bytearray(len(topic) + len(self.prefix) + _OVERHEAD)
-                n = notify.encode_notify_interest(nb, 0, topic, self.prefix, nonce,
-                                                  lifetime_ms=self.timeout_ms, signer=SIGNER)
-                nacked: list[bool] = []
-                if await self._express(bytes(nb[:n]), [b.face], nacked) is not None:
-                    b.counters["delivered"] += 1
-                    self.journal_outcome(msg, b.name, "delivered")
-                    return
-                if not b.face.up:
-                    break
-            b.counters["deliver_failed"] += 1
-            self.journal_outcome(msg, b.name, "nacked" if nacked else "dropped")
-        finally:
-            self._serve.pop(nonce, None)
-            sem.release()
-
-    # ---- lifetime ----------------------------------------------------------------------
-
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        t = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
-        return t
-
-    async def close(self) -> None:
-        for t in list(self._tasks):
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self.fwd.close()
-
-
-def _notify_topic(prefix: bytes) -> bytes | None:
-    """The topic of a registered `/<topic>/notify` prefix, or None."""
-    comps = ndn_name.components(prefix)
-    if len(comps) >= 2 and bytes(comps[-1]) == NOTIFY_COMPONENT:
-        return prefix[: len(prefix) - len(NOTIFY_COMPONENT)]
-    return None
-
-
-def _encode_ack(notify_name: bytes) -> bytearray:
-    buf = bytearray(len(notify_name) + _OVERHEAD)
-    n = notify.encode_ack_data(buf, 0, notify_name, signer=SIGNER)
-    return buf[:n]
-
-
-def _nonce() -> int:
-    return int.from_bytes(os.urandom(4), "big")
+    def stats(self) -> dict[str, int]:
+        """The hub's counters, and the PIT's size as "pit"."""
+        out = dict(self.counters)
+        out["pit"] = len(self.fwd.pit)
+        return out

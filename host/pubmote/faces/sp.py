@@ -132,7 +132,7 @@ class SpEndpoint:
     async def start(self) -> None:
         self.server = await _serve(self.url, lambda: _Conn(self))
         if self.proto == sp.PUB:
-            self.hub.listeners.append(self.relay)
+            self.hub.add_listener(self.relay)
 
     def relay(self, msg: Message) -> None:
         frame = sp.encode_msg(msg.line())
@@ -178,8 +178,8 @@ class SpEndpoint:
         board sits in its subscribers' buffers, so those are flushed before the sockets
         close (for up to flush_s; a subscriber that has not taken everything by then loses
         the rest, counted in `unflushed` and logged)."""
-        if self.proto == sp.PUB and self.relay in self.hub.listeners:
-            self.hub.listeners.remove(self.relay)
+        if self.proto == sp.PUB:
+            self.hub.remove_listener(self.relay)
         if self.server is not None:
             self.server.close()
         for c in self.conns:

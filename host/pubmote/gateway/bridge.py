@@ -246,10 +246,10 @@ class Bridge:
         """One line of counters: what --no-view logs now and then, and at exit."""
         hub = self.hub
         faces = self.all_faces()
-        boards = sorted(b.name for b in hub.boards.values() if b.face.up)
+        boards = sorted(b.name for b in hub.board_infos() if b.up)
         down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
                 for f in faces if not f.up]
-        c = hub.counters
+        c = hub.stats()
         parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
         if down:
             parts.append("down: %s" % "; ".join(down))

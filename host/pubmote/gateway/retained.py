@@ -12,7 +12,6 @@ registers later is handed the topic's last value once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import time
@@ -24,7 +23,7 @@ from pubmote.dht.bep50 import TopicOverlay
 from pubmote.dht.node import DhtNode
 
 if TYPE_CHECKING:
-    from pubmote.core.hub import BoardState, Hub, Message
+    from pubmote.core.hub import BoardInfo, Hub, Message
 
 log = logging.getLogger("pubmote.dht.retained")
 
@@ -70,10 +69,8 @@ class RetainedTopics:
 
     async def start(self) -> None:
         await self.node.start()
-        self.hub.listeners.append(self._on_message)
-        hooks = getattr(self.hub, "register_hooks", None)
-        if hooks is not None:
-            hooks.append(self._on_register)
+        self.hub.add_listener(self._on_message)
+        self.hub.add_register_hook(self._on_register)
         self._worker = self.node.spawn(self._publish_loop())
         if self.key is not None:
             self.node.spawn(self._reput_loop())
@@ -82,12 +79,8 @@ class RetainedTopics:
         await asyncio.gather(*(self._overlay(t) for t in exact))
 
     async def close(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.hub.listeners.remove(self._on_message)
-        hooks = getattr(self.hub, "register_hooks", None)
-        if hooks is not None:
-            with contextlib.suppress(ValueError):
-                hooks.remove(self._on_register)
+        self.hub.remove_listener(self._on_message)
+        self.hub.remove_register_hook(self._on_register)
         for ov in self.overlays.values():
             ov.leave()
         await self.node.close()
@@ -183,8 +176,8 @@ class RetainedTopics:
 
         msg = Message(topic, value, "dht:" + item.key.hex()[:16], INGRESS)
         line = msg.line()
-        for b in self.hub.boards.values():  # these get it now: not again when they register
-            if b.filter.matches(line):
+        for b in self.hub.board_infos():  # these get it now: not again when they register
+            if b.matches(line):
                 self._give(b, topic, item.seq)
         self.hub.publish(msg)
 
@@ -192,7 +185,7 @@ class RetainedTopics:
         ov = self.overlays.get(topic)
         return ov.item if ov is not None else None
 
-    def _on_register(self, b: BoardState) -> None:
+    def _on_register(self, b: BoardInfo) -> None:
         """A board (re)registered: hand it each retained topic's last value its filters
         match, once per face and value."""
         try:
@@ -200,7 +193,7 @@ class RetainedTopics:
         except Exception:  # noqa: BLE001 - never let this hook break a registration
             log.exception("retained values for board %s failed", b.name)
 
-    def _hand_last_values(self, b: BoardState) -> None:
+    def _hand_last_values(self, b: BoardInfo) -> None:
         from pubmote.core.hub import Message
 
         for topic, ov in self.overlays.items():
@@ -211,15 +204,15 @@ class RetainedTopics:
             if not isinstance(value, bytes):
                 continue
             msg = Message(topic, value, "dht:" + item.key.hex()[:16], INGRESS)
-            if not b.filter.matches(msg.line()):
+            if not b.matches(msg.line()):
                 continue
-            if self._give(b, topic, item.seq):
-                b.enqueue(msg)
+            # through the hub, as every delivery: a full queue's drop is counted and journaled
+            if self._give(b, topic, item.seq) and self.hub.deliver(b.name, msg):
                 self.counters["given_to_boards"] += 1
 
-    def _give(self, b: BoardState, topic: bytes, seq: int) -> bool:
+    def _give(self, b: BoardInfo, topic: bytes, seq: int) -> bool:
         """Note that board b (on its current face) has the value seq; False if it had."""
-        k = (b.name, id(b.face), topic)
+        k = (b.name, b.face_id, topic)
         if self._given.get(k, -1) >= seq:
             return False
         if len(self._given) > 4096:

@@ -38,7 +38,7 @@ def render(bridge: Bridge) -> Group:
     for col in ("pub", "recv", "drops", "bad frames"):
         boards.add_column(col, justify="right", no_wrap=True)
     boards.add_column("filters", overflow="fold")
-    by_face = {b.face.face_id: b for b in hub.boards.values()}
+    by_face = {b.face_id: b for b in hub.board_infos()}
     for face in bridge.all_faces():
         b = by_face.get(face.face_id)
         state = "[green]up[/]" if face.up else "[red]down[/]"
@@ -60,16 +60,16 @@ def render(bridge: Bridge) -> Group:
     for col in ("from", "age s"):
         topics.add_column(col, no_wrap=True)
     now = time.time()
-    for topic, st in sorted(hub.topics.items()):
+    for topic, st in sorted(hub.topic_stats().items()):
         topics.add_row(topic.decode(errors="replace"), str(st.count), "%.1f" % st.rate,
                        show_payload(st.last_payload), st.last_origin,
                        "%.1f" % (now - st.last_time))
     sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received" % (
         "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
         ep.counters["dropped"], ep.counters["received"]) for ep in bridge.sp)
-    c = hub.counters
+    c = hub.stats()
     foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
-        c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], len(hub.fwd.pit))
+        c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
     parts: list[object] = [boards, topics, foot]
     if sp_line:
         parts.append(sp_line)

@@ -80,7 +80,7 @@ def test_pynng_and_nanocat_publishers_reach_board_subscribers(tmp_path: Path) ->
         async with bridge_with_boards(tmp_path, 2, period_ms=1000, trace=str(trace),
                                       **urls) as bridge:
             await boards_registered(bridge, ["sim1", "sim2"])
-            await wait_until(lambda: all(bridge.hub.boards[b].filters for b in ("sim1", "sim2")),
+            await wait_until(lambda: all(bridge.hub.board(b).filters for b in ("sim1", "sim2")),
                              10, "demo command subscriptions")
             acks = Collector(urls["sp_pub"][0], b"/pubmote/demo/")
             pub = Publisher(urls["sp_sub"][0])
@@ -145,7 +145,7 @@ def test_board_to_board(tmp_path: Path) -> None:
             assert not any(b"/test/sim2/seq" in x for x in col.lines)
             seqs = [int(x.rsplit(b"|", 1)[1]) for x in got]
             assert len(set(seqs)) == len(seqs)
-            assert bridge.hub.boards["sim2"].counters["delivered"] >= 5
+            assert bridge.hub.board("sim2").counters["delivered"] >= 5
 
     asyncio.run(run())
 
@@ -335,13 +335,13 @@ def test_wifi_links_tcp_and_udp(tmp_path: Path, link: str) -> None:
         async with bridge_with_boards(tmp_path, 1, period_ms=200, extra=extra, **face,
                                       **urls) as bridge:
             await boards_registered(bridge, ["sim1"])
-            assert bridge.hub.boards["sim1"].face.kind == link
+            assert bridge.hub.board("sim1").face_kind == link
             col = Collector(urls["sp_pub"][0], b"/pubmote/demo/sim1/")
             pub = Publisher(urls["sp_sub"][0])
             await sp_connected(bridge)
             try:
                 await col.wait_for(b"/pubmote/demo/sim1/temperature|", 3)
-                await wait_until(lambda: bool(bridge.hub.boards["sim1"].filters), 10,
+                await wait_until(lambda: bool(bridge.hub.board("sim1").filters), 10,
                                  "the board's command subscription")
                 await pub.send(b"/pubmote/demo/sim1/command|over-" + link.encode())
                 got = await col.wait_for(b"/pubmote/demo/sim1/ack|", 1)

@@ -236,7 +236,7 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
     async def run() -> None:
         hubs = {g: Hub(gateway=g) for g in "AB"}
         got: list[Message] = []
-        hubs["B"].listeners.append(got.append)
+        hubs["B"].add_listener(got.append)
         cfg_a = {"gateway": "A", "realm": REALM, "mesh_listen": ["/ip4/127.0.0.1/tcp/0"],
                  "mesh_key_file": str(tmp_path / "A.key")}
         a = await from_config(hubs["A"], cfg_a)

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -132,7 +131,7 @@ class GatewayMesh:
     # ---- lifetime ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.hub.publish_hooks.append(self._on_publish_hook)
+        self.hub.add_publish_hook(self._on_publish_hook)
         if self.host is None:
             return
         from pubmote.gateway.mesh.realm import PUB, Validators, gossip_topic
@@ -152,7 +151,7 @@ class GatewayMesh:
         for root in self.roots:
             self.gs.subscribe(gossip_topic(realm, PUB, root), self._on_gossip)
         self.gs.subscribe(directed_topic(realm), self._on_gossip)
-        self.hub.listeners.append(self._on_hub_message)
+        self.hub.add_listener(self._on_hub_message)
         self._tasks.append(asyncio.create_task(self._sender()))
         self._tasks.append(asyncio.create_task(self._log_stats()))
         for a in self.peer_addrs:
@@ -164,10 +163,8 @@ class GatewayMesh:
                  self.realm.describe(), ", ".join(self.gs.subscriptions()))
 
     async def close(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.hub.publish_hooks.remove(self._on_publish_hook)
-        with contextlib.suppress(ValueError):
-            self.hub.listeners.remove(self._on_hub_message)
+        self.hub.remove_publish_hook(self._on_publish_hook)
+        self.hub.remove_listener(self._on_hub_message)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -347,8 +344,8 @@ class GatewayMesh:
 
     def _originator_of(self, msg: Message) -> Originator:
         """A board of ours sends as /<me>/<board>; SP and NDN applications as /<me>."""
-        b = self.hub.boards.get(msg.origin)
-        if b is not None and b.face.label == msg.ingress:
+        b = self.hub.board(msg.origin)
+        if b is not None and b.face_label == msg.ingress:
             return Originator(self.name, b.name)
         return Originator(self.name)
 
@@ -360,7 +357,7 @@ class GatewayMesh:
     def route(self, address: Address, originator: Originator, topic: str, body: bytes,
               ts_ms: int) -> Plan:
         """Deliver a locally sent directed message here and send it into the mesh."""
-        p = plan(address, originator, self.name, list(self.hub.boards), from_mesh=False)
+        p = plan(address, originator, self.name, self.hub.board_names(), from_mesh=False)
         self.counters["directed_local"] += 1
         self._deliver(address, originator, topic, body, ts_ms, p, DIRECTED_INGRESS)
         if p.mesh:
@@ -383,7 +380,7 @@ class GatewayMesh:
             self.counters["directed_bad"] += 1
             log.warning("directed message from the mesh refused: %s", e)
             return
-        p = plan(address, originator, self.name, list(self.hub.boards), from_mesh=True)
+        p = plan(address, originator, self.name, self.hub.board_names(), from_mesh=True)
         if p.loop:
             self.counters["directed_loops"] += 1
             log.info("directed message to %s by %s came back to its originator; dropped",
@@ -395,11 +392,12 @@ class GatewayMesh:
     def _deliver(self, address: Address, originator: Originator, topic: str, body: bytes,
                  ts_ms: int, p: Plan, ingress: str) -> None:
         if address.orch == self.name and address.node not in (None, "*") \
-                and address.node not in self.hub.boards \
+                and self.hub.board(address.node) is None \
                 and not (originator.orch == self.name and originator.node == address.node):
             self.counters["directed_unknown_board"] += 1
             log.info("directed message to %s: no board %s here", address, address.node)
-        boards = [self.hub.boards[n] for n in p.boards if n in self.hub.boards]
+        known = set(self.hub.board_names())
+        boards = [n for n in p.boards if n in known]
         if not p.apps and not boards:
             return
         msg = Message(topic_of(address),
