@@ -70,7 +70,7 @@ def worker(target: str, libfuzzer_args: list[str]) -> None:
 
     modules = ["pubmote_wire", "test_corpus"]
     if target in HOST_TARGETS:
-        modules += ["pubmote_bridge", "host_targets"]
+        modules += ["pubmote", "host_targets"]
     with atheris.instrument_imports(include=modules):
         # Every codec module now, instrumented (the targets import them lazily).
         import pubmote_wire.cbor

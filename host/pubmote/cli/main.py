@@ -32,7 +32,7 @@ receive every relayed message as `<topic URI>|<payload>`. Publishers connect a P
 socket to :5561 (--sp-sub) and send the same form; boards whose filters match receive it.
 With --no-view the bridge logs a status line every 60 s (10 s with -v; -vv adds every
 message and bad packet) and a summary at exit.
-Directed messages (seed 003): publish `/pubmote/to/ADDRESS|<topic>|<body>` where ADDRESS
+Directed messages: publish `/pubmote/to/ADDRESS|<topic>|<body>` where ADDRESS
 is GATEWAY/BOARD, GATEWAY, GATEWAY/*, * or */*; receivers get /pubmote/to/ADDRESS with a
 CBOR map {a, o, t, p, ts} (address, originator, topic, body, ms).
 The TOML config takes the same names as the flags (sp_pub, sim_boards, mesh_peer, ...),

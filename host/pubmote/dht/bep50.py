@@ -1,4 +1,4 @@
-"""BEP 50 (seed 004): publish/subscribe over the DHT, one overlay network per topic.
+"""BEP 50: publish/subscribe over the DHT, one overlay network per topic.
 
 A topic is a BEP 44 mutable item; its overlay is a DHT of its own in which every message
 carries `c` = the item's target, K = 1 except the home bucket and its sibling (8 nodes
@@ -25,7 +25,7 @@ from pubmote.dht.routing import RoutingTable
 
 log = logging.getLogger("pubmote.dht.bep50")
 
-TOPIC_K = 1  # seed 004: K is one
+TOPIC_K = 1  # BEP 50: K is one
 HOME_K = 8  # ... but the home bucket and its sibling hold at least 8 nodes
 TOKEN_TTL_S = 240.0  # peers' tokens live 5-10 min; reuse one for 4 min, then ask again
 REFRESH_S = 60.0  # routing table upkeep (find_node on our own id), not value polling

@@ -50,7 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "timeout_ms": 2000,
     "board_queue_len": 64,
     "sp_buffer_bytes": 1 << 20,
-    # retained topics on the BitTorrent DHT (BEP 44 items, BEP 50 overlays): dht/retained.py
+    # retained topics on the BitTorrent DHT (BEP 44 items, BEP 50 overlays): gateway/retained.py
     "retained": [],
     "dht_key_file": None,
     "dht_pubkey": None,
@@ -58,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "dht_port": 0,
     "dht_bootstrap": [],
     "dht_timeout_s": 2.0,
-    # the gateway mesh (GossipSub over libp2p) and directed addressing: gateway_mesh.py
+    # the gateway mesh (GossipSub over libp2p) and directed addressing: gateway/mesh/relay.py
     "name": None,            # this gateway's name in the mesh and in addresses (= gateway)
     "mesh_listen": [],       # multiaddrs to listen on, /ip4/0.0.0.0/tcp/4001
     "mesh_peer": [],         # gateways to stay connected to, /ip4/H/tcp/P/p2p/PEERID
@@ -143,7 +143,7 @@ class Bridge:
         self.fleet = fleet
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
-        self.mesh: Any = None  # gateway_mesh.GatewayMesh: directed routing, and the mesh
+        self.mesh: Any = None  # gateway.mesh.relay.GatewayMesh: directed routing, and the mesh
 
     async def __aenter__(self) -> Bridge:
         try:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pubmote.dht.retained")
 
 INGRESS = "dht"  # Message.ingress of values that came from the DHT (never put back there)
-MESH_INGRESS = "mesh"  # gateway_mesh.INGRESS: relayed by another gateway (its to put)
+MESH_INGRESS = "mesh"  # gateway.mesh.relay.INGRESS: relayed by another gateway (its to put)
 MAX_TOPICS = 64
 REPUT_S = 30 * 60.0  # BEP 44 items expire (about 2 hours); the owner stores them again
 

@@ -1,4 +1,4 @@
-"""BEP 50 (seed 004) topic overlays: the rules of a topic network, a late joiner getting
+"""BEP 50 topic overlays: the rules of a topic network, a late joiner getting
 the last value at once, and a simulated DHT of 50 nodes on 127.x addresses in which a put
 with a higher seq reaches every member of the topic overlay (100%)."""
 

@@ -178,7 +178,7 @@ async def _report(pub: Publisher, col: Collector, board: str,
 
 
 def test_filter_semantics_end_to_end(tmp_path: Path) -> None:
-    """Seed 001 on a board: prefixes, many topics, unsubscribe, empty matches all; the
+    """nanomsg-style filters on a board: prefixes, many topics, unsubscribe, empty matches all; the
     bridge sends only matching messages, so the board never filters one out itself."""
 
     async def run() -> None:

@@ -1,6 +1,6 @@
 """Three bridges in one process joined by the gateway mesh (A - B - C in a line, so B
 relays), with simulated boards on A and C: fan-out exactly once, realm outsiders
-rejected, and every seed-003 address form including loops and self-delivery."""
+rejected, and every directed address form including loops and self-delivery."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 003 directed addressing: parsing, matching, loop avoidance and self-delivery."""
+"""Directed addressing: parsing, matching, loop avoidance and self-delivery."""
 
 from __future__ import annotations
 

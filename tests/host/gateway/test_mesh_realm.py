@@ -1,4 +1,4 @@
-"""Seed 002 on the mesh: topic names, the board-topic mapping, realm membership and the
+"""DeP2P realms on the mesh: topic names, the board-topic mapping, realm membership and the
 validators (accept / reject / ignore / throttle)."""
 
 from __future__ import annotations

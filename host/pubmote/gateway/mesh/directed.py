@@ -1,4 +1,4 @@
-"""Directed addressing (seed 003): addresses, originators, and who gets a directed message.
+"""Directed addressing (supernode pub/sub): addresses, originators, and who gets a directed message.
 
 Addresses (orch = a gateway's name, node = a board's name):
 
@@ -9,7 +9,7 @@ Addresses (orch = a gateway's name, node = a board's name):
     /*/*         every gateway and every board
 
 The originator is `/orch/node` for a board and `/orch` for a gateway (or an application
-on it). Rules, as seed 003 states them:
+on it). Rules, as the supernode pub/sub states them:
 - whoever sends a message that its address matches receives its own copy. A board does
   that itself (pubmote_node delivers /*/*, /own-orch/* and /own-orch/own-name locally);
   a gateway delivers to its own applications.
@@ -21,7 +21,7 @@ On the mesh every directed message travels on one gossip topic, /<realm>/to/*, t
 gateway of the realm subscribes to, and each gateway keeps what is addressed to it. A topic
 per gateway would be smaller, but in GossipSub only a topic's subscribers relay it: with
 gateways peered statically (not every pair connected) a message for /orch must cross
-gateways that are not orch. Seed 003's supernode rewrites /*/* into /remote-orch/* per
+gateways that are not orch. The supernode design rewrites /*/* into /remote-orch/* per
 remote supernode; one gossip message that every gateway reads as "me and my boards" is
 the same thing.
 """
@@ -38,14 +38,14 @@ _BAD_CHARS = set("/|%\x00 ")
 
 
 class AddressError(ValueError):
-    """A malformed seed-003 address or originator."""
+    """A malformed directed address or originator."""
 
 
 def check_name(name: str, what: str = "name") -> str:
     """A gateway or board name usable in addresses: not empty, not *, no / | % or space."""
     if not name or name == WILDCARD or any(ch in _BAD_CHARS for ch in name) \
             or len(name.encode()) > 64:
-        raise AddressError("%s %r cannot be used in seed-003 addresses" % (what, name))
+        raise AddressError("%s %r cannot be used in directed addresses" % (what, name))
     return name
 
 
@@ -95,7 +95,7 @@ def parse_address(text: str) -> Address:
     node = parts[1] if len(parts) == 2 else None
     if orch == WILDCARD:
         if node not in (None, WILDCARD):
-            raise AddressError("address %r: /*/node is not a seed-003 address" % text)
+            raise AddressError("address %r: /*/node is not a directed address" % text)
         return Address(None, node)
     check_name(orch, "gateway")
     if node is not None and node != WILDCARD:
@@ -180,7 +180,7 @@ def plan(address: Address, originator: Originator, me: str, boards: Iterable[str
          from_mesh: bool) -> Plan:
     """Who on gateway `me` (with local `boards`) receives the message, and whether it goes
     into the mesh. Never to the originating board; the originating gateway's applications
-    get their own copy when the address matches (seed 003's self-delivery)."""
+    get their own copy when the address matches (the supernode rule: a sender that matches gets its own copy)."""
     if from_mesh and originator.orch == me:
         return Plan(False, [], False, loop=True)
     apps = address.matches_gateway(me)

@@ -7,12 +7,12 @@ An envelope is one CBOR map (pubmote_wire.cbor) with short text keys:
     t  topic URI (text)         the board topic, e.g. /pubmote/demo/sim1/temperature
     p  payload (bytes)
     b  origin board (text)      the board's name, or "sp:HOST:PORT" / an NDN app's prefix
-    g  origin gateway (text)    the gateway's name (its seed-003 orch)
+    g  origin gateway (text)    the gateway's name (its orch in directed addresses)
     ts origin timestamp (int)   ms since 1970 when the origin gateway relayed it
     e  epoch (int)              ms since 1970 when the origin gateway started: a restarted
                                 gateway starts its sequence numbers again under a new epoch
     s  sequence number (int)    1, 2, 3 ... per origin gateway, epoch and gossip topic
-    a  address (text)           directed messages only (seed 003): /orch/node, /*, ...
+    a  address (text)           directed messages only: /orch/node, /*, ...
     o  originator (text)        directed messages only: /orch/node or /orch of the sender
 
 Decoding is strict: anything else (unknown keys, wrong types, oversize fields) is an

@@ -1,4 +1,4 @@
-"""Seed 002's model on the gossip mesh: realms, topic names `/<realm>/<category>/<topic>`,
+"""DeP2P's pub/sub model on the gossip mesh: realms, topic names `/<realm>/<category>/<topic>`,
 per-topic validators, and the realm validator (only members may publish into a realm).
 
 Mapping between the bridge's board topics and gossip topics:
@@ -12,12 +12,12 @@ envelope, and the topic validator rejects an envelope whose board topic does not
 the gossip topic's root. `mesh_topics` (default ["*"]: one gossip topic for everything)
 lists the roots that get a gossip topic of their own; a root not listed, without *, stays
 on its gateway. Every gateway of a realm should list the same roots: in GossipSub only a
-topic's subscribers relay it. The category `to` carries seed-003 directed messages, all on
+topic's subscribers relay it. The category `to` carries directed messages, all on
 /<realm>/to/* (see directed.py).
 
 Validators return "accept", "reject" (the message is dropped and the peer that relayed it
 is penalised), "ignore" (dropped, no penalty) or "throttle" (dropped: the sender is over
-a rate limit), as seed 002 names them.
+a rate limit), as DeP2P names them.
 """
 
 from __future__ import annotations

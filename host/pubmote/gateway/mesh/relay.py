@@ -1,11 +1,11 @@
 """The bridge as a node of the gateway mesh: the hub on one side, GossipSub on the other.
 
 - Every message that boards, SP publishers or NDN apps publish on this bridge goes into
-  the mesh in an envelope (mesh/envelope.py) on its realm's gossip topic (mesh/realm.py).
+  the mesh in an envelope (envelope.py) on its realm's gossip topic (realm.py).
 - Messages from the mesh enter the hub with ingress "mesh": boards, SP subscribers and NDN
   apps get them like local ones. They are never published into the mesh again (no loops);
   duplicates (by origin gateway, epoch and sequence number) are dropped and gaps counted.
-- Directed messages (seed 003, mesh/directed.py) are published on the board topic
+- Directed messages (supernode addressing, directed.py) are published on the board topic
   /pubmote/to/<address> with `<topic>|<body>` (or a CBOR map {"t", "p"}) as payload; the
   hub hands them here instead of fanning them out. Each receiver gets them on
   /pubmote/to/<address> as a CBOR map {"a": address, "o": originator, "t": topic,

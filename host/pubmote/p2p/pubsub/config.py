@@ -20,7 +20,7 @@ class PublishRejected(ValueError):
 
 @dataclass
 class GossipConfig:
-    """Router parameters (seed 002's defaults; the spec's names with units)."""
+    """Router parameters (the GossipSub spec's defaults and names, with units)."""
 
     D: int = 6
     D_low: int = 4
