@@ -119,8 +119,8 @@ class Hub(NotifyIntake, Delivery):
         plen = len(self.prefix)
         if nm.startswith(self.prefix) and nm[plen:plen + len(MSG)] == MSG:
             comps = ndn_name.components(nm)
-            nonce = bytes(ndn_name.component_type_value(comps[-1])[1])
-            served = self._serve.get(nonce)
+            our_nonce = bytes(ndn_name.component_type_value(comps[-1])[1])
+            served = self._serve.get(our_nonce)
             if served is not None:
                 face.send_packet(served)
             else:
