@@ -16,7 +16,7 @@ MUTS = [
  ("M3 board deliveries not counted", "host/pubmote/core/delivery.py",
   'b.counters["delivered"] += 1', 'pass',
   "tests/host/gateway/test_bridge_e2e.py::test_filter_semantics_end_to_end"),
- ("M4 a bridge flag without help", "host/pubmote/cli/main.py",
+ ("M4 a bridge flag without help", "host/pubmote/cli/bridge.py",
   'help="record every packet (time, face, direction) as JSON lines in FILE; "\n                        "read it with `pubmote dissect --trace FILE`")',
   'help=argparse.SUPPRESS)',
   "tests/host/cli/test_bridge_cli.py::test_help_documents_every_flag"),
