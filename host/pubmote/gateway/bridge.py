@@ -15,9 +15,12 @@ from pubmote.core.auth import BoardAuth, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
 from pubmote.core.trace import Tracer
-from pubmote.faces.board_links import BoardFace, SerialFace, StreamFace, UdpServer, next_face_id
+from pubmote.faces.board import BoardFace, next_face_id
 from pubmote.faces.ndn import NdnFaceServer
+from pubmote.faces.serial import SerialFace
 from pubmote.faces.sp import SpEndpoint
+from pubmote.faces.stream import StreamFace
+from pubmote.faces.udp import UdpServer
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 
