@@ -85,9 +85,9 @@ class NotifyIntake(HubBase):
 
     async def _fetch(self, face: HubFace, publisher: bytes, topic: bytes, nonce: bytes,
                      fwd: bytes | None = None) -> bytes | None:
-        # route by the message's name, else by the publisher's forwarding hint (the NDN notify protocol's
-        # PublisherFwdHint: the publisher prefix is not announced), else back where the
-        # notify came from
+        # route by the message's name, else by the publisher's forwarding hint (the
+        # notify's PublisherFwdHint: the publisher prefix is not announced), else back
+        # where the notify came from
         hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce))
         if not hops and fwd:
             hops = self.fwd.lookup(fwd)

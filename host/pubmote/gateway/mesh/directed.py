@@ -180,7 +180,8 @@ def plan(address: Address, originator: Originator, me: str, boards: Iterable[str
          from_mesh: bool) -> Plan:
     """Who on gateway `me` (with local `boards`) receives the message, and whether it goes
     into the mesh. Never to the originating board; the originating gateway's applications
-    get their own copy when the address matches (the supernode rule: a sender that matches gets its own copy)."""
+    get their own copy when the address matches (the supernode rule: a sender that
+    matches gets its own copy)."""
     if from_mesh and originator.orch == me:
         return Plan(False, [], False, loop=True)
     apps = address.matches_gateway(me)
