@@ -112,7 +112,7 @@ def run_rp2040(files: list[Path]) -> str:
     """All files on the emulated Pico, in one boot; pubmote_wire is the firmware's frozen
     copy (built, or taken from the build cache, first)."""
     sys.path.insert(0, str(ROOT / "host"))
-    from pubmote_bridge import emu, fwbuild
+    from pubmote.boards import emu, fwbuild
 
     try:
         fwbuild.build("pico", progress=lambda line: print("  firmware: " + line, flush=True))

@@ -18,8 +18,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "host"))
 
-from pubmote_bridge.dht import bep44  # noqa: E402
-from pubmote_bridge.dht.simnet import SimNet  # noqa: E402
+from pubmote.dht import bep44  # noqa: E402
+from pubmote.dht.simnet import SimNet  # noqa: E402
 
 
 def pct(xs: list[float], q: float) -> float:

@@ -28,9 +28,9 @@ import pynng
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "host"))
 from e2e import free_port  # noqa: E402
-from pubmote_bridge import fwbuild  # noqa: E402
-from pubmote_bridge.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  # noqa: E402
-from pubmote_bridge.sim import end_process  # noqa: E402
+from pubmote.boards import fwbuild  # noqa: E402
+from pubmote.boards.cable import end_process  # noqa: E402
+from pubmote.boards.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  # noqa: E402
 
 NAME = "pico1"
 N = 1000

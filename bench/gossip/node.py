@@ -19,8 +19,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "host"))
 
-from pubmote_bridge.mesh import Host, KeyPair  # noqa: E402
-from pubmote_bridge.mesh.gossipsub import GossipConfig, GossipMessage, GossipSub  # noqa: E402
+from pubmote.p2p import Host, KeyPair  # noqa: E402
+from pubmote.p2p.pubsub.router import GossipConfig, GossipMessage, GossipSub  # noqa: E402
 
 # (epoch << 16 | publisher index), seq, send time (s since the epoch): as the js and py
 # peers write and read it. Receivers keep per-epoch counts and skip their own messages.

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "interop" / "libp2p"))
 
 from libp2p_peers import PeerProcess, js_command, py_command, start_js, start_py  # noqa: E402
 
-from pubmote_bridge.mesh import Host, KeyPair, PeerId, Stream  # noqa: E402
+from pubmote.p2p import Host, KeyPair, PeerId, Stream  # noqa: E402
 
 SINK = "/pubmote/sink/1.0.0"
 CHUNK = 65536

@@ -1,6 +1,6 @@
 """Fuzz targets for the bridge's host-only parsers (CPython): the NFD-compatible face's
 StreamDecoder and the rib command's ControlParameters. Shared by tests/fuzz/run.py and the
-corpus replay in tests/host/test_fuzz_corpus.py; the codec's own targets live in
+corpus replay in tests/host/wire/test_fuzz_corpus.py; the codec's own targets live in
 tests/shared/test_corpus.py (they run on MicroPython too)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 
-from pubmote_bridge import ndn_face  # noqa: E402
+from pubmote.core import nfd_mgmt  # noqa: E402
+from pubmote.faces import ndn as ndn_face  # noqa: E402
 from pubmote_wire import name as ndn_name  # noqa: E402
 from pubmote_wire.errors import DecodeError  # noqa: E402
 from test_corpus import chunks  # noqa: E402
@@ -45,13 +46,13 @@ def fuzz_ndn_stream(data: bytes) -> None:
 
 def fuzz_ndn_control(data: bytes) -> None:
     try:
-        out = ndn_face.parse_control_parameters(data)
+        out = nfd_mgmt.parse_control_parameters(data)
         ndn_name.validate(out["name"])
         assert set(out) <= {"name", "face_id", "cost", "flags", "origin", "expiration"}
     except DecodeError:
         pass
     try:
-        ndn_face.command_parameters(data)
+        nfd_mgmt.command_parameters(data)
     except DecodeError:
         pass
 

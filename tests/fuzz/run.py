@@ -70,7 +70,7 @@ def worker(target: str, libfuzzer_args: list[str]) -> None:
 
     modules = ["pubmote_wire", "test_corpus"]
     if target in HOST_TARGETS:
-        modules += ["pubmote_bridge", "host_targets"]
+        modules += ["pubmote", "host_targets"]
     with atheris.instrument_imports(include=modules):
         # Every codec module now, instrumented (the targets import them lazily).
         import pubmote_wire.cbor
@@ -157,9 +157,9 @@ def seeds(target: str) -> dict[str, bytes]:
         "dissect": allp + [lp.encode(p, sequence=1) for p in allp],
         "ndn_stream": [_stream_seed(b"".join(allp), k) for k in (0, 3, 40)],
     }
-    from pubmote_bridge import ndn_face
+    from pubmote.core import nfd_mgmt
 
-    cp = ndn_face.control_response(200, "OK", {"name": ndn_name.from_uri("/a/b"), "cost": 5})
+    cp = nfd_mgmt.control_response(200, "OK", {"name": ndn_name.from_uri("/a/b"), "cost": 5})
     _, vs, ve = read_tlv(cp)  # ControlResponse: StatusCode, StatusText, ControlParameters
     e1 = read_tlv(cp, vs, ve)[2]
     e2 = read_tlv(cp, e1, ve)[2]

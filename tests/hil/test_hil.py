@@ -23,7 +23,7 @@ import pynng
 import pytest
 
 from e2e import free_port
-from pubmote_bridge.sim import end_process
+from pubmote.boards.cable import end_process
 
 BIN = Path(sys.executable).parent
 PUBMOTE = str(BIN / "pubmote")
@@ -58,13 +58,13 @@ class Target:
 
 
 class EmulatedPico:
-    """An emulated Pico (pubmote_bridge.emu.PicoBoard) whose pty cable is relayed by an
+    """An emulated Pico (pubmote.boards.emu.PicoBoard) whose pty cable is relayed by an
     event loop in a thread of this process: the test can power-cycle the board and put
     garbage on its line, as with a board on the bench."""
 
     def __init__(self, tmp: Path) -> None:
-        from pubmote_bridge import fwbuild
-        from pubmote_bridge.emu import PicoBoard
+        from pubmote.boards import fwbuild
+        from pubmote.boards.emu import PicoBoard
 
         fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
         self.loop = asyncio.new_event_loop()

@@ -18,7 +18,8 @@ from typing import Any
 
 import pynng
 
-from pubmote_bridge.bridge import Bridge, load_config
+from pubmote.boards.fleet import SimFleet
+from pubmote.gateway.bridge import Bridge, load_config
 
 APPS = Path(__file__).resolve().parent / "board_apps"
 
@@ -83,7 +84,7 @@ async def bridge_with_boards(tmp: Path, n: int, *, app: str = "demo", period_ms:
     conf = load_config(None, {"sim_boards": n, "sim_dir": str(tmp), "sim_period_ms": period_ms,
                               "timeout_ms": 1000, "sim_app": app, "sim_app_dir": str(APPS),
                               "sim_app_config": extra or {}, **cfg})
-    bridge = Bridge(conf)
+    bridge = Bridge(conf, fleet=SimFleet.from_config(conf) if n else None)
     async with bridge:
         yield bridge
 
@@ -97,7 +98,7 @@ async def wait_until(pred: Callable[[], bool], timeout_s: float, what: str) -> N
 
 
 async def boards_registered(bridge: Bridge, names: list[str], timeout_s: float = 60) -> None:
-    await wait_until(lambda: all(n in bridge.hub.boards and bridge.hub.boards[n].face.up
+    await wait_until(lambda: all((b := bridge.hub.board(n)) is not None and b.up
                                  for n in names), timeout_s, "boards %s to register" % names)
 
 

@@ -1,4 +1,4 @@
-"""Fault-injection scenarios shared by the tests (tests/host/test_faults.py) and by
+"""Fault-injection scenarios shared by the tests (tests/host/gateway/test_faults.py) and by
 `make harden-report` (bench/harden/report.py): each returns its figures as a dict and
 raises AssertionError if pubmote lost an acknowledged message or starved a board."""
 
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from e2e import APPS, Collector, boards_registered, bridge_with_boards, free_port, wait_until
-from pubmote_bridge import sim
-from pubmote_bridge.auth import key_for_board
-from pubmote_bridge.bridge import Bridge, load_config
+from pubmote.boards.fleet import SimFleet
+from pubmote.core.auth import key_for_board
+from pubmote.gateway.bridge import Bridge, load_config
 from pubmote_wire import framing, interest, name, notify, sp
 from pubmote_wire.hmac256 import HmacSigner
 
@@ -174,12 +174,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, An
         return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
                 "calm_lost": len(lost), "lost_examples": lost[:10],
                 "sp_dropped": bridge.sp[0].counters["dropped"],
-                "calm_failed": bridge.hub.boards["sim2"].counters["fetch_failed"],
+                "calm_failed": bridge.hub.board("sim2").counters["fetch_failed"],
                 "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
 
 
 def _count(bridge: Any, topic: bytes) -> int:
-    st = bridge.hub.topics.get(topic)
+    st = bridge.hub.topic_stats().get(topic)
     return st.count if st is not None else 0
 
 
@@ -200,7 +200,7 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
     key_for_board(str(keys), "sim3")
     wrong = bytes(32)
     result: dict[str, Any] = {}
-    fleet = sim.SimFleet(3, tmp_path / "sim", app="probe_app", app_dir=APPS,
+    fleet = SimFleet(3, tmp_path / "sim", app="probe_app", app_dir=APPS,
                          extra={"seq_period_ms": 100})
     fleet.boards[0].config["key"] = k1.hex()
     fleet.boards[2].config["key"] = wrong.hex()  # sim3 deployed with a stale key
@@ -242,8 +242,8 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
             got = col.with_prefix(b"/test/")
             result.update(rejected=dict(auth.rejected), accepted=auth.accepted,
                           delivered=[x.split(b"|")[0] for x in got],
-                          sim3_published=hub.boards["sim3"].counters["published"]
-                          if "sim3" in hub.boards else 0,
+                          sim3_published=hub.board("sim3").counters["published"]
+                          if hub.board("sim3") is not None else 0,
                           keys=[k1.hex(), wrong.hex()])
     finally:
         fleet.stop()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from pubmote_bridge.mesh import Host, KeyPair, Stream, multistream, noise, yamux
-from pubmote_bridge.mesh.host import HostConfig
-from pubmote_bridge.mesh.noise import NoiseSession
-from pubmote_bridge.mesh.transport import RawConn, dial_tcp
+from pubmote.p2p import Host, KeyPair, Stream, multistream, noise, yamux
+from pubmote.p2p.host import HostConfig
+from pubmote.p2p.noise import NoiseSession
+from pubmote.p2p.transport import RawConn, dial_tcp
 
 HDR = struct.Struct(">BBHII")
 

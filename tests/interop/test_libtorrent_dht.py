@@ -19,8 +19,8 @@ from typing import Any
 
 import libtorrent as lt
 
-from pubmote_bridge.dht import bep44, krpc
-from pubmote_bridge.dht.node import DhtNode
+from pubmote.dht import bep44, krpc
+from pubmote.dht.node import DhtNode
 
 TIMEOUT_S = 30
 

@@ -76,7 +76,7 @@ def test_pubsub_app_publisher_reaches_board_and_sp_subscribers(tmp_path: Path) -
                 assert "OK 3" in lines, lines  # every notify was acked by the bridge
                 got = await col.wait_for(b"/app/topic|", 3)
                 assert sorted(got) == [b"/app/topic|hello-%d" % i for i in range(3)]
-                await wait_until(lambda: bridge.hub.boards["sim1"].counters["delivered"] >= 3,
+                await wait_until(lambda: bridge.hub.board("sim1").counters["delivered"] >= 3,
                                  10, "delivery to the board")
                 await pub.send(b"/test/sim1/ctl|report")
                 rep = await col.wait_for(b"/test/sim1/report|", 1)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from libp2p_peers import LoopRunner, PeerProcess, check_installed, start_js, start_py
 
-from pubmote_bridge.mesh import Host, KeyPair, PeerId
-from pubmote_bridge.mesh.gossipsub import GossipConfig, GossipMessage, GossipSub
+from pubmote.p2p import Host, KeyPair, PeerId
+from pubmote.p2p.pubsub.router import GossipConfig, GossipMessage, GossipSub
 
 STARTERS = {"js": start_js, "py": start_py}
 # Fast heartbeats everywhere so meshes form within a second.

@@ -16,9 +16,9 @@ from libp2p_peers import LoopRunner, PeerProcess, check_installed, start_js, sta
 from libp2p_relay import Relay
 from mesh_util import echo_handler, sink_handler
 
-from pubmote_bridge.mesh import DialError, Host, KeyPair, PeerEvent, PeerId
-from pubmote_bridge.mesh.host import CONNECTED, DISCONNECTED, IDENTIFIED
-from pubmote_bridge.mesh.identify import IdentifyInfo
+from pubmote.p2p import DialError, Host, KeyPair, PeerEvent, PeerId
+from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED
+from pubmote.p2p.identify import IdentifyInfo
 
 IDENT0 = IdentifyInfo()
 
@@ -207,7 +207,7 @@ def test_peer_vanishes_mid_handshake_when_we_dial(runner: LoopRunner,
             await relay.close()
             await victim.kill()
 
-    with caplog.at_level(logging.INFO, logger="pubmote_bridge.mesh"):
+    with caplog.at_level(logging.INFO, logger="pubmote.p2p"):
         runner.run(go())
     assert any("dial" in r.getMessage() and "failed" in r.getMessage() for r in caplog.records)
 
@@ -242,7 +242,7 @@ def test_peer_vanishes_mid_handshake_when_they_dial(runner: LoopRunner,
         finally:
             await victim.kill()
 
-    with caplog.at_level(logging.INFO, logger="pubmote_bridge.mesh"):
+    with caplog.at_level(logging.INFO, logger="pubmote.p2p"):
         runner.run(go())
     assert any("inbound handshake" in r.getMessage() for r in caplog.records)
 

@@ -1,0 +1,142 @@
+"""Emulated Raspberry Pi Picos: the real MicroPython rp2 firmware (`pubmote firmware build`)
+running in rp2040js (pico.mjs under node), one process per board.
+
+A board's UART0 is its link to the bridge, as on a real board: the runner's stdin/stdout sit
+on the board end of a pty "cable" (cable.Cable), whose other end the bridge opens with
+pyserial. Its configuration reaches it as it would reach a real board without `mpremote
+cp`: a littlefs image built here (littlefs-python) is placed in the flash where MicroPython's
+filesystem lives, holding /pubmote_config.json; pubmote itself is frozen in the firmware.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pubmote.boards import files
+from pubmote.boards.cable import Cable, detach_child
+from pubmote.boards.fwbuild import BOOTROM, CACHE
+from pubmote.boards.sim import SimBoard
+
+RUNNER = files.pico_runner()
+# RPI_PICO: 2 MiB flash, MicroPython's littlefs in its last 1408 KiB (mpconfigboard.h),
+# 4 KiB erase blocks, 256-byte programming (ports/rp2/modules/_boot.py)
+FLASH_BYTES = 2 * 1024 * 1024
+FS_BYTES = 1408 * 1024
+FS_OFFSET = FLASH_BYTES - FS_BYTES
+FS_BLOCK = 4096
+LFS2_DISK_VERSION = 0x00020001  # the littlefs MicroPython 1.27 carries (lib/littlefs)
+UART_BAUD = 115200
+
+
+def node_exe() -> str:
+    exe = shutil.which("node")
+    if exe is None:
+        raise FileNotFoundError("node not found: install Node.js 20 (apt-get install nodejs)")
+    # rp2040js comes from npm, into a checkout's node_modules (where node finds it from
+    # pico.mjs); an installed pubmote has no emulated Picos
+    root = files.checkout()
+    if root is None or not (root / "node_modules" / "rp2040js").is_dir():
+        raise FileNotFoundError("rp2040js not installed: run `make setup` (npm ci) in a "
+                                "pubmote checkout")
+    return exe
+
+
+def firmware_bin(path: Path | None = None) -> Path:
+    """The firmware the emulated Pico runs: `path`, else the cached `pubmote firmware build`
+    output; FileNotFoundError says how to make it."""
+    fw = path or (CACHE / "pico" / "firmware.bin")
+    if not fw.is_file():
+        raise FileNotFoundError("no %s: run `pubmote firmware build --board pico` (make "
+                                "firmware) first" % fw)
+    if not BOOTROM.is_file():
+        raise FileNotFoundError("no RP2040 boot ROM at %s (../shared/rp2040/ beside the "
+                                "repository)" % BOOTROM)
+    return fw
+
+
+def make_fs_image(files: dict[str, bytes], dest: Path) -> Path:
+    """A littlefs image of MicroPython's rp2 filesystem holding `files` ({"/a/b.py": data});
+    folders are made as needed. Written to dest, which is returned."""
+    from littlefs import LittleFS
+
+    fs = LittleFS(block_size=FS_BLOCK, block_count=FS_BYTES // FS_BLOCK, read_size=32,
+                  prog_size=256, lookahead_size=32, disk_version=LFS2_DISK_VERSION)
+    made: set[str] = set()
+    for path in sorted(files):
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts)):
+            d = "/".join(parts[:i])
+            if d not in made:
+                fs.mkdir(d)
+                made.add(d)
+        with fs.open("/".join(parts), "wb") as f:
+            f.write(files[path])
+    # only the blocks up to the last one in use: the rest of the flash stays erased (0xff)
+    data = bytes(fs.context.buffer)
+    used = len(data.rstrip(b"\xff"))
+    used = (used + FS_BLOCK - 1) // FS_BLOCK * FS_BLOCK
+    dest.write_bytes(data[:used])
+    return dest
+
+
+def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool = False,
+               exit_on: str | None = None, timeout_s: float = 0,
+               firmware: Path | None = None) -> list[str]:
+    cmd = [node_exe(), str(RUNNER), "--firmware", str(firmware_bin(firmware)),
+           "--bootrom", str(BOOTROM), "--baud", str(UART_BAUD)]
+    if fs_image is not None:
+        cmd += ["--fs", str(fs_image), "--fs-offset", str(FS_OFFSET)]
+    if usb_log is not None:
+        cmd += ["--usb-log", str(usb_log)]
+    if fast:
+        cmd.append("--fast")
+    if exit_on:
+        cmd += ["--exit-on", exit_on]
+    if timeout_s:
+        cmd += ["--timeout-s", "%g" % timeout_s]
+    return cmd
+
+
+class PicoBoard(SimBoard):
+    """One emulated Pico running the demo (or another frozen app) on its UART0 link; a
+    SimBoard in every other respect (port, reset = power cycle, stop)."""
+
+    def __init__(self, name: str, workdir: Path, *, app: str = "demo", period_ms: int = 1000,
+                 extra: dict[str, object] | None = None, app_dir: Path | None = None,
+                 **_unix_only: object) -> None:
+        # no super().__init__: that one prepares a unix-port process
+        self.name = name
+        self.workdir = workdir.resolve()
+        self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
+        self.fs_path = self.workdir / (name + ".lfs")
+        self.config_path = self.fs_path
+        self.log_path = self.workdir / (name + ".log")  # the board's USB CDC output
+        # the profile's UART link: UART0 on GP0/GP1 (boards/rp2040.toml)
+        self.config: dict[str, object] = {
+            "name": name, "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud": UART_BAUD,
+            "app": app, "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
+        self.config.update(extra or {})
+        self.app_dir = app_dir.resolve() if app_dir is not None else None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        if not self.cable.plugged:
+            self.cable.plug()
+        files = {"/pubmote_config.json": json.dumps(self.config).encode()}
+        if self.app_dir is not None:  # --sim-app-dir: the app's modules go to /lib
+            for f in sorted(self.app_dir.glob("*.py")):
+                files["/lib/" + f.name] = f.read_bytes()
+        make_fs_image(files, self.fs_path)
+        cmd = runner_cmd(self.fs_path, usb_log=self.log_path)
+        # the runner's stdin/stdout are the board end of the cable: its UART0 pins
+        fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
+        try:
+            with open(self.workdir / (self.name + ".emu.log"), "ab") as err:
+                self.proc = subprocess.Popen(cmd, stdin=fd, stdout=fd, stderr=err,
+                                             cwd=self.workdir, preexec_fn=detach_child)
+        finally:
+            os.close(fd)

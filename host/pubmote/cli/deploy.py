@@ -1,0 +1,69 @@
+"""`pubmote deploy`: copy pubmote to a board, configure, verify, reset."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add `deploy` to the `pubmote` parser."""
+    dp = sub.add_parser(
+        "deploy", help="copy pubmote to a board: .mpy files, config; verify; reset",
+        description="Compile shared/ and firmware/ to .mpy for the board, copy the files "
+                    "that changed with mpremote, write the board's config, verify every "
+                    "file by SHA-256 and reset the board. A second deploy copies only what "
+                    "changed. For the simulated board, PORT is DIR/repl of `pubmote simdev`.")
+    dp.add_argument("--board", required=True, help="board type: esp32, rp2040, unix")
+    dp.add_argument("--port", required=True, help="the board's REPL serial port")
+    dp.add_argument("--name", default="board1", help="the board's name (default board1)")
+    dp.add_argument("--link", choices=("uart", "stdio", "tcp", "udp", "pty"),
+                    help="link to the bridge: uart, stdio (USB), tcp or udp (WiFi: give "
+                         "--set host=GATEWAY --set ssid=NET --set password=PW), pty (the "
+                         "simulated board); default: the profile's")
+    dp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra config entries (JSON values), e.g. --set period_ms=200")
+    dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
+    dp.add_argument("--key-file", metavar="FILE",
+                    help="give the board a key from FILE (made there if the board has none; "
+                         "mode 0600): it then signs with HmacWithSha256; the bridge takes "
+                         "the same file with --keys")
+    dp.add_argument("--timeout", type=float, default=60, metavar="S",
+                    help="give up when the board does not answer a step within S seconds "
+                         "(default 60)")
+    dp.set_defaults(run=_deploy)
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from pubmote.boards.deploy import DeployError, deploy, reset
+
+    settings: dict[str, Any] = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print("pubmote deploy: --set wants KEY=VALUE, not %r" % item, file=sys.stderr)
+            return 2
+        try:
+            settings[key] = json.loads(value)
+        except json.JSONDecodeError:
+            settings[key] = value
+    if args.key_file:
+        from pubmote.core.auth import key_for_board
+
+        settings["key"] = key_for_board(args.key_file, args.name).hex()
+    try:
+        counts = deploy(args.port, args.board, args.name, link=args.link, settings=settings,
+                        timeout_s=args.timeout)
+        if not args.no_reset:
+            reset(args.port, args.board)
+    except ValueError as e:  # the command was wrong: board, link, config
+        print("pubmote deploy: %s" % e, file=sys.stderr)
+        return 2
+    except DeployError as e:
+        print("pubmote deploy: %s" % e, file=sys.stderr)
+        return 1
+    print("deployed %s: %d copied, %d unchanged%s" % (
+        args.name, counts["copied"], counts["unchanged"], "" if args.no_reset else ", reset"))
+    return 0

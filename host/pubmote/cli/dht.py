@@ -1,0 +1,313 @@
+"""`pubmote dht`: BEP 44 mutable items and BEP 50 topics on the BitTorrent DHT from the
+command line (keygen, put, get, subscribe, node)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import socket
+import sys
+from typing import Any
+
+from pubmote.core.addresses import parse_hostport
+
+DHT_EPILOG = """\
+examples:
+  pubmote dht keygen --key-file gw.key
+  pubmote dht put --key-file gw.key --salt /site/temp "21.5 C"
+  pubmote dht get --pubkey 77ff8490...e548 --salt /site/temp
+  pubmote dht subscribe --pubkey 77ff8490...e548 --salt /site/temp
+  pubmote dht node --port 6881                      a DHT node others bootstrap from
+  pubmote dht put --key-file gw.key --salt t --bootstrap 127.0.0.1:6881 hello
+
+Items are BEP 44 mutable items: the target is SHA-1(public key + salt), the value is
+signed with the key, and every put carries a higher sequence number (put finds the
+current one first). subscribe joins the topic's BEP 50 overlay and prints each newer
+value as it is pushed. Without --bootstrap the public routers are used:
+router.bittorrent.com, dht.transmissionbt.com and router.utorrent.com (port 6881).
+A key file holds the ed25519 secret as hex: a 32-byte seed or libtorrent's 64-byte
+expanded key.
+"""
+
+PUBLIC_ROUTERS = ("router.bittorrent.com:6881", "dht.transmissionbt.com:6881",
+                  "router.utorrent.com:6881")
+
+
+def register(sub: Any) -> None:
+    """Add the `dht` command group to the top-level subparsers."""
+    d = sub.add_parser(
+        "dht", help="BEP 44 items and BEP 50 topics on the BitTorrent DHT",
+        description="Put and get signed mutable items (BEP 44) on the BitTorrent DHT, "
+                    "subscribe to a topic's overlay (BEP 50), or run a DHT node.",
+        epilog=DHT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    d.set_defaults(run=_no_action(d))
+    acts = d.add_subparsers(dest="dht_command", metavar="ACTION")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--bootstrap", action="append", default=[], metavar="HOST:PORT",
+                       help="a DHT node to join through (repeatable; default: the public "
+                            "BitTorrent routers)")
+        p.add_argument("--port", type=port_number, default=0, metavar="PORT",
+                       help="UDP port of our DHT node (default: any free port)")
+        p.add_argument("--bind", default="0.0.0.0", metavar="HOST",
+                       help="address our DHT node binds (default 0.0.0.0)")
+        p.add_argument("--timeout", type=float, default=2.0, metavar="S",
+                       help="per-query timeout in seconds (default 2)")
+
+    k = acts.add_parser("keygen", help="create an ed25519 key file",
+                        description="Write a fresh ed25519 seed (hex, mode 0600) to FILE and "
+                                    "print its public key.",
+                        epilog="example:\n  pubmote dht keygen --key-file gw.key    prints the "
+                               "public key that get/subscribe take as --pubkey",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    k.add_argument("--key-file", required=True, metavar="FILE")
+    k.set_defaults(run=_keygen)
+
+    p = acts.add_parser("put", help="sign and store a mutable item",
+                        description="Sign VALUE with the key and store it on the nodes "
+                                    "nearest its target, with the next sequence number.",
+                        epilog=DHT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("value", metavar="VALUE", help="the value (UTF-8 text, or hex with --hex)")
+    p.add_argument("--key-file", required=True, metavar="FILE",
+                   help="the ed25519 secret (hex); see keygen")
+    p.add_argument("--salt", default="", metavar="S", help="the item's salt (<= 64 bytes)")
+    p.add_argument("--seq", type=int, metavar="N",
+                   help="sequence number (default: one more than the DHT's current)")
+    p.add_argument("--hex", action="store_true", help="VALUE is hex")
+    common(p)
+    p.set_defaults(run=_put)
+
+    raw = argparse.RawDescriptionHelpFormatter
+    g = acts.add_parser("get", help="look up a mutable item",
+                        description="Find the newest BEP 44 item for (public key, salt) on "
+                                    "the DHT and print its sequence number and value; exit "
+                                    "1 when no node holds it.",
+                        epilog="examples:\n"
+                               "  pubmote dht get --pubkey 77ff8490...e548 --salt /site/temp\n"
+                               "  pubmote dht get --pubkey 77ff...e548 --salt t "
+                               "--bootstrap 127.0.0.1:6881\n\n"
+                               "The public key is what `pubmote dht keygen` printed for the "
+                               "publisher's key file.", formatter_class=raw)
+    g.add_argument("--pubkey", required=True, metavar="HEX", help="the 32-byte public key")
+    g.add_argument("--salt", default="", metavar="S")
+    common(g)
+    g.set_defaults(run=_get)
+
+    s = acts.add_parser("subscribe", help="follow a topic through its BEP 50 overlay",
+                        description="Join the BEP 50 overlay of the topic (public key, salt), "
+                                    "print its current value, then every newer value as "
+                                    "publishers put it; Ctrl-C (or --count) ends it.",
+                        epilog="examples:\n"
+                               "  pubmote dht subscribe --pubkey 77ff8490...e548 --salt "
+                               "/site/temp\n"
+                               "  pubmote dht subscribe --pubkey 77ff...e548 --salt t --count 1 "
+                               "--bootstrap 127.0.0.1:6881\n\n"
+                               "Publish into it with `pubmote dht put --key-file KEY --salt "
+                               "SALT VALUE`.", formatter_class=raw)
+    s.add_argument("--pubkey", required=True, metavar="HEX")
+    s.add_argument("--salt", default="", metavar="S")
+    s.add_argument("--count", type=int, metavar="N", help="exit after N values")
+    common(s)
+    s.set_defaults(run=_subscribe)
+
+    n = acts.add_parser("node", help="run a DHT node until interrupted",
+                        description="Run a DHT node (BEP 5 + BEP 44) that others can "
+                                    "bootstrap from; prints its address.",
+                        epilog="examples:\n"
+                               "  pubmote dht node --port 6881                  others use "
+                               "--bootstrap THIS_HOST:6881\n"
+                               "  pubmote dht node --bind 127.0.0.1 --port 6881 "
+                               "--bootstrap 127.0.0.1:6882",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    common(n)
+    n.set_defaults(run=_node)
+
+
+def port_number(text: str) -> int:
+    """argparse type: a UDP/TCP port, 0..65535 (0: any free port)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("%r is not a port: give 1 to 65535 (0: any free "
+                                         "port)" % text)
+    return int(text)
+
+
+def _no_action(parser: argparse.ArgumentParser) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+    return run
+
+
+def _addrs(specs: list[str]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for spec in specs or list(PUBLIC_ROUTERS):
+        host, port = parse_hostport(spec)
+        try:
+            infos = socket.getaddrinfo(host, port, socket.AF_INET,
+                                       socket.SOCK_DGRAM)
+        except OSError as e:
+            if specs:
+                raise ValueError("cannot resolve %s: %s" % (spec, e)) from None
+            continue  # a public router that does not resolve: try the others
+        out.append((str(infos[0][4][0]), int(infos[0][4][1])))
+    if not out:
+        raise ValueError("no bootstrap node could be resolved")
+    return out
+
+
+def _wrap(args: argparse.Namespace, coro: Any) -> int:
+    try:
+        code: int = asyncio.run(coro(args))
+    except ValueError as e:
+        print("pubmote dht: %s" % e, file=sys.stderr)
+        return 2
+    except OSError as e:
+        print("pubmote dht: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+async def _start(args: argparse.Namespace, *, read_only: bool = True) -> Any:
+    from pubmote.dht.node import DhtNode
+
+    # one-shot actions are BEP 43 read-only: nodes do not keep us after we exit
+    node = DhtNode(host=args.bind, port=args.port, query_timeout_s=args.timeout,
+                   read_only=read_only)
+    await node.start()
+    await node.bootstrap(_addrs(args.bootstrap))
+    return node
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bytes):
+        try:
+            text = value.decode()
+        except UnicodeDecodeError:
+            return "hex:" + value.hex()
+        return text if text.isprintable() else "hex:" + value.hex()
+    return repr(value)
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from pubmote.dht.bep44 import KeyPair
+
+    try:
+        kp = KeyPair.load(args.key_file, create=True)
+    except (OSError, ValueError) as e:
+        print("pubmote dht keygen: %s" % e, file=sys.stderr)
+        return 1
+    print(kp.public.hex())
+    return 0
+
+
+def _put(args: argparse.Namespace) -> int:
+    return _wrap(args, _put_async)
+
+
+async def _put_async(args: argparse.Namespace) -> int:
+    from pubmote.dht import bep44
+    from pubmote.dht.bep50 import TopicOverlay
+
+    kp = bep44.KeyPair.load(args.key_file)
+    salt = args.salt.encode()
+    value = bytes.fromhex(args.value) if args.hex else args.value.encode()
+    node = await _start(args)
+    try:
+        seq = args.seq
+        if seq is None:
+            cur = await node.get_mutable(kp.public, salt)
+            seq = cur.seq + 1 if cur is not None else 1
+        item = bep44.sign_item(kp, value, seq, salt)
+        # BEP 50: push it to the topic's subscribers too; a one-shot publisher meets the
+        # members but does not announce itself, it will not be around to forward
+        ov = TopicOverlay(node, kp.public, salt)
+        await ov.join(announce=False)
+        if ov.item is None or ov.item.seq < seq:
+            await ov.publish(item)
+        n = await node.put_mutable(item)
+    finally:
+        await node.close()
+    print("target %s seq %d stored on %d nodes" % (item.target.hex(), seq, n))
+    return 0 if n else 1
+
+
+def _get(args: argparse.Namespace) -> int:
+    return _wrap(args, _get_async)
+
+
+async def _get_async(args: argparse.Namespace) -> int:
+    key = _pubkey(args.pubkey)
+    node = await _start(args)
+    try:
+        item = await node.get_mutable(key, args.salt.encode())
+    finally:
+        await node.close()
+    if item is None:
+        print("pubmote dht get: no item found", file=sys.stderr)
+        return 1
+    print("seq %d: %s" % (item.seq, _show(item.value())))
+    return 0
+
+
+def _subscribe(args: argparse.Namespace) -> int:
+    return _wrap(args, _subscribe_async)
+
+
+async def _subscribe_async(args: argparse.Namespace) -> int:
+    from pubmote.dht import bep44
+    from pubmote.dht.bep50 import TopicOverlay
+
+    key = _pubkey(args.pubkey)
+    done = asyncio.Event()
+    seen = 0
+
+    def on_update(item: bep44.MutableItem) -> None:
+        nonlocal seen
+        seen += 1
+        print("seq %d: %s" % (item.seq, _show(item.value())), flush=True)
+        if args.count is not None and seen >= args.count:
+            done.set()
+
+    node = await _start(args, read_only=False)  # a member: others push to us
+    try:
+        ov = TopicOverlay(node, key, args.salt.encode(), on_update=on_update)
+        members = await ov.join()
+        print("joined topic %s: %d members known" % (ov.target.hex(), members),
+              file=sys.stderr, flush=True)
+        await done.wait()
+    finally:
+        await node.close()
+    return 0
+
+
+def _node(args: argparse.Namespace) -> int:
+    return _wrap(args, _node_async)
+
+
+async def _node_async(args: argparse.Namespace) -> int:
+    from pubmote.dht.node import DhtNode
+
+    node = DhtNode(host=args.bind, port=args.port, query_timeout_s=args.timeout)
+    await node.start()
+    try:
+        print("dht node %s:%d id %s" % (node.host, node.port, node.node_id.hex()), flush=True)
+        if args.bootstrap:
+            await node.bootstrap(_addrs(args.bootstrap))
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.Event().wait()
+    finally:
+        await node.close()
+    return 0
+
+
+def _pubkey(text: str) -> bytes:
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise ValueError("--pubkey must be 64 hex digits (a 32-byte ed25519 public key)")
+    return key

@@ -1,0 +1,44 @@
+"""`pubmote dissect`: an NDN packet or LpPacket as a JSON tree."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    """Add `dissect` to the `pubmote` parser."""
+    d = sub.add_parser(
+        "dissect", help="decode an NDN packet or LpPacket as a JSON tree",
+        description="Print the canonical JSON tree of one NDN packet or NDNLPv2 LpPacket: "
+                    "element names, Names as URIs, binary values as hex, notify parameters "
+                    "and signature validity. Same output as `micropython -m "
+                    "pubmote_wire.dissect HEX` on a board.")
+    d.add_argument("hex", metavar="HEX", nargs="?",
+                   help="the packet as hex, or - to read hex from stdin")
+    d.add_argument("--trace", metavar="FILE",
+                   help="dissect every packet of a `pubmote bridge --trace` file instead")
+    d.set_defaults(run=_dissect)
+
+
+def _dissect(args: argparse.Namespace) -> int:
+    from pubmote_wire import dissect
+
+    if args.trace:
+        from pubmote.core.trace import format_trace
+
+        try:
+            for block in format_trace(args.trace):
+                print(block)
+        except OSError as e:
+            print("pubmote dissect: %s" % e, file=sys.stderr)
+            return 1
+        return 0
+    if args.hex is None:
+        print("pubmote dissect: give HEX, - (stdin) or --trace FILE", file=sys.stderr)
+        return 2
+    text = sys.stdin.read() if args.hex == "-" else args.hex
+    out, ok = dissect.dissect_hex(text)
+    print(out)
+    return 0 if ok else 1

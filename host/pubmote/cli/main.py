@@ -1,0 +1,56 @@
+"""The `pubmote` command: one entry point, one module per command (each adds its parser
+with `register(sub)` and sets `run`, args -> exit status, as its default)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import NoReturn
+
+from pubmote import __version__
+
+# In the order `pubmote --help` lists them. Registering stays cheap: the heavy imports
+# happen inside each command's `run`. (The pipeline keeps its old home, pubmote_bridge,
+# until it moves beside the rest.)
+COMMAND_MODULES: tuple[str, ...] = (
+    "pubmote.cli.bridge", "pubmote.cli.sim", "pubmote.cli.firmware", "pubmote.cli.flash",
+    "pubmote.cli.deploy", "pubmote.cli.simdev", "pubmote.cli.dissect",
+    "pubmote_bridge.pipeline_cli", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.sub")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line (what was wrong, where to read more) and
+    exit status 2; every subcommand's parser is one of these."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, message, self.prog))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="pubmote",
+        description="pubmote: publish/subscribe for microcontrollers (gateway side).",
+    )
+    parser.add_argument("--version", action="version", version="pubmote " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.error("unknown command")
+    code: int = run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""`pubmote sim`: simulated boards on their own, for a bridge started separately."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from pubmote.cli.common import json_object, run_until_interrupted
+
+
+def register(sub: Any) -> None:
+    """Add `sim` to the `pubmote` parser."""
+    s = sub.add_parser(
+        "sim", help="run simulated boards on their own, for a bridge started separately",
+        description="Start N simulated boards (sim1..simN) on ptys in DIR and keep them "
+                    "running; a bridge opens DIR/simK.tty with --serial. Ctrl-C stops them.")
+    s.add_argument("--boards", type=int, default=2, metavar="N", help="how many (default 2)")
+    s.add_argument("--dir", required=True, metavar="DIR", help="where the ptys go")
+    s.add_argument("--kind", choices=("unix", "pico"), default="unix",
+                   help="unix (default: the MicroPython unix port) or pico (emulated Picos "
+                        "running the firmware of `pubmote firmware build`)")
+    s.add_argument("--period-ms", type=int, default=1000, metavar="MS",
+                   help="demo publishing period (default 1000)")
+    s.add_argument("--app", default="demo", metavar="MODULE",
+                   help="the board app to run: demo (default) or a module with "
+                        "`async def main(node)` found in --app-dir")
+    s.add_argument("--app-dir", metavar="DIR", help="directory added to the boards' path")
+    s.add_argument("--app-config", default="{}", metavar="JSON",
+                   help="extra keys for every board's config, as a JSON object")
+    s.set_defaults(run=_run)
+
+
+async def _sim(args: argparse.Namespace) -> None:
+    from pubmote.boards.fleet import SimFleet
+
+    extra = json_object(args.app_config, "--app-config") or {}
+    fleet = SimFleet(args.boards, Path(args.dir), kind=args.kind, period_ms=args.period_ms,
+                     app=args.app,
+                     app_dir=Path(args.app_dir) if args.app_dir else None, extra=extra)
+    fleet.start()
+    try:
+        for b in fleet.boards:
+            print("%s %s" % (b.name, b.port), flush=True)
+        while True:
+            await asyncio.sleep(1)
+            for b in fleet.boards:
+                if not b.alive():
+                    print("%s exited; see %s" % (b.name, b.log_path), file=sys.stderr)
+                    b.start()
+    finally:
+        fleet.stop()
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        json_object(args.app_config, "--app-config")
+    except ValueError as e:
+        print("pubmote sim: %s" % e, file=sys.stderr)
+        return 2
+    return run_until_interrupted(_sim(args))

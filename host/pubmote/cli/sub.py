@@ -1,0 +1,127 @@
+"""`pubmote sub URL [PREFIX ...]`: an SP SUB client that prints what the bridge relays,
+CBOR payloads decoded: the quickest way to read a board's readings."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from typing import Any
+
+EPILOG = """\
+examples:
+  pubmote sub tcp://127.0.0.1:5560                          every message
+  pubmote sub tcp://127.0.0.1:5560 /pubmote/demo/sim1/      one board's topics
+  pubmote sub tcp://127.0.0.1:5560 /pubmote/ --json --count 10
+
+Each line is `<topic> <payload>`: CBOR decoded (a board's readings), else UTF-8 text,
+else hex. Prefixes are nanomsg's byte prefixes of `<topic URI>|<payload>` (none: all).
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "sub", help="print the messages of a bridge's SP PUB endpoint, CBOR decoded",
+        description="Connect an SP SUB socket (as nanocat --sub does) to a bridge's --sp-pub "
+                    "endpoint and print every message whose `<topic URI>|<payload>` starts "
+                    "with one of the PREFIXes, payloads decoded from CBOR.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("url", metavar="URL",
+                   help="the bridge's --sp-pub endpoint: tcp://HOST:PORT or ipc:///PATH")
+    p.add_argument("prefix", metavar="PREFIX", nargs="*",
+                   help="byte prefixes to receive (default: everything)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object per line: topic, payload (decoded), hex")
+    p.add_argument("--count", type=int, metavar="N", help="exit after N messages")
+    p.set_defaults(run=run)
+
+
+def decode_payload(payload: bytes) -> Any:
+    """CBOR if the whole payload is one CBOR item, else text, else hex."""
+    from pubmote_wire import cbor
+    from pubmote_wire.errors import DecodeError
+
+    try:
+        return cbor.loads(payload)
+    except (DecodeError, ValueError):
+        pass
+    try:
+        return payload.decode()
+    except UnicodeDecodeError:
+        return payload.hex()
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v).hex()
+    if isinstance(v, dict):
+        return {str(_jsonable(k)): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def format_line(body: bytes, as_json: bool) -> str:
+    topic, _, payload = body.partition(b"|")
+    value = decode_payload(payload)
+    if as_json:
+        return json.dumps({"topic": topic.decode(errors="replace"), "payload": _jsonable(value),
+                           "hex": payload.hex()}, sort_keys=True)
+    return "%s %s" % (topic.decode(errors="replace"),
+                      value if isinstance(value, str) else json.dumps(_jsonable(value)))
+
+
+async def _sub(args: argparse.Namespace) -> int:
+    from pubmote.faces.sp import parse_url
+    from pubmote_wire import sp
+
+    kind, where = parse_url(args.url)
+    if kind == "ipc":
+        reader, writer = await asyncio.open_unix_connection(where)
+    else:
+        reader, writer = await asyncio.open_connection(*where)
+    writer.write(sp.header(sp.SUB))
+    filt = sp.SubFilter()
+    for p in args.prefix or [""]:
+        filt.subscribe(p.encode())
+    dec = sp.MsgDecoder(expect_header=sp.peer_of(sp.SUB))
+    seen = 0
+    try:
+        while True:
+            chunk = await reader.read(65536)
+            if not chunk:
+                print("pubmote sub: %s closed the connection" % args.url, file=sys.stderr)
+                return 1
+            for m in dec.feed(chunk):
+                body = bytes(m)
+                if not filt.matches(body):
+                    continue
+                print(format_line(body, args.json), flush=True)
+                seen += 1
+                if args.count is not None and seen >= args.count:
+                    return 0
+    finally:
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+def run(args: argparse.Namespace) -> int:
+    from pubmote_wire.errors import DecodeError
+
+    try:
+        return asyncio.run(_sub(args))
+    except ValueError as e:  # the URL
+        print("pubmote sub: %s: %s" % (args.url, e), file=sys.stderr)
+        return 2
+    except DecodeError as e:
+        print("pubmote sub: %s is not an SP PUB endpoint (%s)" % (args.url, e), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print("pubmote sub: cannot connect to %s: %s (is `pubmote bridge` running with "
+              "--sp-pub %s?)" % (args.url, e.strerror or e, args.url), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,304 @@
+"""The pub/sub hub: boards register their filters, publish with the NDN notify protocol
+(the hub fetches and acks: intake.py) and receive with it (the hub publishes, the board
+fetches and acks: delivery.py). NDN apps register prefixes with NFD's rib commands.
+
+Every message that reaches the hub fans out to every listener (SP PUB clients, the
+journal, the view) and to every board whose nanomsg-style filters match
+`<topic URI>|<payload>` (hub_base.py). Everyone else uses the small API at the end of
+the Hub class: hooks for events, read-only snapshots of boards, and delivery through the
+hub's own drop counting and journaling."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from pubmote.core import nfd_mgmt
+from pubmote.core.auth import board_of
+from pubmote.core.control import HELLO, MSG, REGISTER, SIGNER, new_nonce, notify_topic
+from pubmote.core.delivery import Delivery
+from pubmote.core.intake import NotifyIntake
+from pubmote.core.messages import Listener, Message, TopicStats
+from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote_wire import cbor, lp, notify
+from pubmote_wire import data as ndn_data
+from pubmote_wire import interest as ndn_interest
+from pubmote_wire import name as ndn_name
+from pubmote_wire.errors import DecodeError
+from pubmote_wire.hmac256 import HmacSigner
+
+log = logging.getLogger("pubmote.hub")
+
+__all__ = ["BoardInfo", "BoardState", "Hub", "HubFace", "Message", "TopicStats"]
+
+
+class Hub(NotifyIntake, Delivery):
+    """The bridge's pub/sub core; faces hand it packets through `on_packet`."""
+
+    def face_state(self, face: HubFace) -> None:
+        if face.up:
+            self.faces[face.face_id] = face
+            face.tracer = self.tracer
+            if face.kind != "ndn":
+                # a board that was on this line before the bridge (re)started hears a hello
+                # and re-registers at once instead of waiting for its keepalive
+                face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
+                                                     nonce=new_nonce(), lifetime_ms=1000))
+        else:
+            self.faces.pop(face.face_id, None)
+            self.fwd.remove_face(face)
+            b = self.boards.get(face.board or "")
+            if b is not None and b.face is face and not b.down:
+                b.down = True
+                self._journal_event("board_down", b.name, face.label)
+            sub = self.app_subs.pop(face.face_id, None)
+            if sub is not None and sub.worker is not None:
+                sub.worker.cancel()
+
+    def on_packet(self, face: HubFace, pkt: bytes) -> None:
+        if self.tracer is not None:
+            self.tracer.record(face.label, "in", pkt)
+        try:
+            typ = pkt[0]
+            if typ == 0x05:
+                self._on_interest(face, pkt)
+            elif typ == 0x06:
+                d = ndn_data.decode_data(pkt)
+                self.fwd.satisfy(bytes(d.name), pkt, face)
+            elif typ == 0x64:
+                self._on_lp(face, pkt)
+            else:
+                raise DecodeError("not an NDN packet (type %d)" % typ)
+        except DecodeError as e:
+            self.counters["bad_packets"] += 1
+            log.debug("bad packet from %s: %s", face.label, e)
+
+    def _on_lp(self, face: HubFace, pkt: bytes) -> None:
+        p = lp.decode_lp(pkt)
+        if p.fragment is None:
+            return
+        inner = bytes(p.fragment)
+        if inner[:1] == b"\x64":
+            raise DecodeError("LpPacket inside an LpPacket")  # no recursion on nesting
+        if p.nack_reason is not None:
+            self.counters["nacks_recv"] += 1
+            i = ndn_interest.decode_interest(inner)
+            entry = self.fwd.nack(bytes(i.name), p.nack_reason)
+            if entry is not None:  # pass the Nack on to whoever asked, with its reason
+                buf = bytearray(len(inner) + 32)
+                n = lp.encode_nack(buf, 0, inner, p.nack_reason)
+                for f in entry.in_faces.values():
+                    if f.face_id != face.face_id:
+                        f.send_packet(bytes(buf[:n]))
+            return
+        if inner[:1] == b"\x05":
+            self._on_interest(face, inner)
+        elif inner[:1] == b"\x06":
+            d = ndn_data.decode_data(inner)
+            self.fwd.satisfy(bytes(d.name), inner, face)
+        else:
+            raise DecodeError("LpPacket fragment is not an Interest or Data")
+
+    def _on_interest(self, face: HubFace, pkt: bytes) -> None:
+        i = ndn_interest.decode_interest(pkt)
+        nm = bytes(i.name)
+        if nm.startswith(nfd_mgmt.LOCALHOST):
+            # /localhost never leaves this host: management from local apps, else dropped
+            if face.kind == "ndn" and (nm.startswith(nfd_mgmt.RIB_REGISTER)
+                                       or nm.startswith(nfd_mgmt.RIB_UNREGISTER)):
+                self._on_rib_command(face, nm)
+            else:
+                self.counters["localhost_dropped"] += 1
+            return
+        if nm.startswith(REGISTER):
+            self._on_register(face, i, nm, pkt)
+            return
+        plen = len(self.prefix)
+        if nm.startswith(self.prefix) and nm[plen:plen + len(MSG)] == MSG:
+            comps = ndn_name.components(nm)
+            our_nonce = bytes(ndn_name.component_type_value(comps[-1])[1])
+            served = self._serve.get(our_nonce)
+            if served is not None:
+                face.send_packet(served)
+            else:
+                self._send_nack(face, pkt)
+            return
+        try:
+            topic, publisher, nonce, fwd, ni = notify.notify_parts(i, pkt)
+        except DecodeError:
+            topic = None
+        if topic is not None:
+            if (self.auth is not None and face.kind != "ndn"
+                    and self.auth.requires(bytes(topic))
+                    and self.auth.check_interest(board_of(bytes(publisher)), ni, pkt)):
+                return  # rejected (counted and logged by the policy)
+            inline = notify.inline_msg(ni)
+            self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
+                                        bytes(fwd) if fwd is not None else None,
+                                        ni.sig_time_ms,
+                                        bytes(inline) if inline is not None else None))
+            return
+        # anything else is forwarded along the FIB (an app or board serving that prefix)
+        hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
+        if not hops:
+            self.fwd.counters["no_route"] += 1
+            self._send_nack(face, pkt)
+            return
+        if self.fwd.add_pending(nm, i.nonce, i.lifetime_ms or 4000, face=face):
+            for h in hops:
+                h.send_packet(pkt)
+
+    def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
+        """NFD's rib/register and rib/unregister for a local NDN application."""
+        self.counters["rib_commands"] += 1
+        register = nm.startswith(nfd_mgmt.RIB_REGISTER)
+        try:
+            params = nfd_mgmt.command_parameters(nm)
+        except DecodeError as e:
+            self.counters["rib_refused"] += 1
+            self._reply(face, nm, nfd_mgmt.control_response(400, "malformed command: %s" % e,
+                                                            None))
+            return
+        prefix = params["name"]
+        params["face_id"] = face.face_id
+        if register:
+            try:
+                self.fwd.add_route(prefix, face)
+            except ValueError as e:
+                self.counters["rib_refused"] += 1
+                self._reply(face, nm, nfd_mgmt.control_response(403, str(e), None))
+                return
+        else:
+            self.fwd.remove_route(prefix, face)
+        topic = notify_topic(prefix)
+        if topic is not None:
+            self._app_subscription(face, topic, register)
+        self._reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
+
+    def _app_subscription(self, face: HubFace, topic: bytes, add: bool) -> None:
+        # a PubSub subscriber registers /<topic>/notify: the hub delivers that topic to it
+        # as to a board whose filter is exactly `<topic URI>|`
+        line = ndn_name.to_uri(topic).encode() + b"|"
+        sub = self.app_subs.get(face.face_id)
+        if sub is None:
+            if not add:
+                return
+            sub = BoardState("app%d" % face.face_id, b"", face, self.board_queue_len)
+            self.app_subs[face.face_id] = sub
+            sub.worker = self._spawn(self._deliver_loop(sub))
+        filters = [f for f in sub.filters if f != line]
+        if add:
+            filters.append(line)
+        sub.set_filters(filters)
+
+    def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
+                     pkt: bytes) -> None:
+        try:
+            info = cbor.loads(bytes(i.app_params or b""))
+            bname = str(info["name"])
+            prefix = ndn_name.from_uri(str(info["prefix"]))
+            filters = [bytes(f) for f in info.get("filters", [])]
+            serves = [ndn_name.from_uri(str(x)) for x in info.get("serve", [])][:8]
+        except (DecodeError, KeyError, TypeError, ValueError) as e:
+            self.counters["bad_packets"] += 1
+            log.warning("bad registration from %s: %s", face.label, e)
+            self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
+            return
+        key = self.auth.keys.get(bname) if self.auth is not None else None
+        if key is not None and self.auth is not None and self.auth.check_interest(
+                bname, i, pkt, what="registration", check_time=False):
+            # a board with a key registers only with it: nobody else takes its name
+            self.auth.rejected["register_rejected"] += 1
+            return
+        b = self.boards.get(bname)
+        if b is None:
+            if len(self.boards) >= self.max_boards:
+                self.counters["unknown_board_refused"] += 1
+                return
+            b = BoardState(bname, prefix, face, self.board_queue_len)
+            self.boards[bname] = b
+            log.info("board %s registered on %s", bname, face.label)
+            self._journal_event("board_up", bname, face.label, reconnect=False)
+        elif b.face is not face or b.prefix != prefix or b.down:
+            self.fwd.remove_route(b.prefix, b.face)
+            log.info("board %s moved to %s", bname, face.label)
+            self._journal_event("board_up", bname, face.label, reconnect=True)
+        b.down = False
+        b.face, b.prefix = face, prefix
+        face.board = bname
+        if filters != b.filters:
+            b.set_filters(filters)
+        b.registrations += 1
+        b.last_seen = time.time()
+        self.fwd.add_route(prefix, face)
+        for served in serves:  # named data the board answers (python-ndn express_interest)
+            self.fwd.add_route(served, face)
+        if b.worker is None or b.worker.done():
+            b.worker = self._spawn(self._deliver_loop(b))
+        info = b.info()
+        for hook in list(self._register_hooks):
+            try:
+                hook(info)
+            except Exception:  # noqa: BLE001 - a broken hook must not break a registration
+                log.exception("register hook failed")
+        b.wake.set()
+        # the gateway's clock, for boards without one: their signed Interests carry
+        # SignatureTime; signed with the board's key so the board can trust it
+        info_out = {"gateway": ndn_name.to_uri(self.prefix), "time_ms": int(time.time() * 1000)}
+        reply = ndn_data.encode(nm, cbor.dumps(info_out), freshness_ms=0,
+                                signer=HmacSigner(key) if key is not None else SIGNER)
+        face.send_packet(reply)
+
+    # ---- the API for everyone else: events, snapshots ---------------------------------
+
+    def add_listener(self, fn: Listener) -> None:
+        """Call fn with every message the hub relays (after publish hooks)."""
+        self._listeners.append(fn)
+
+    def remove_listener(self, fn: Listener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(fn)
+
+    def has_listener(self, fn: Listener) -> bool:
+        return fn in self._listeners
+
+    def add_publish_hook(self, fn: Callable[[Message], bool]) -> None:
+        """fn sees each new message before fan-out; returning True, it has taken it over."""
+        self._publish_hooks.append(fn)
+
+    def remove_publish_hook(self, fn: Callable[[Message], bool]) -> None:
+        with contextlib.suppress(ValueError):
+            self._publish_hooks.remove(fn)
+
+    def add_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
+        """Call fn with a snapshot of each board as it registers or re-registers."""
+        self._register_hooks.append(fn)
+
+    def remove_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._register_hooks.remove(fn)
+
+    def board(self, name: str) -> BoardInfo | None:
+        """A snapshot of the board registered as `name`, or None."""
+        b = self.boards.get(name)
+        return b.info() if b is not None else None
+
+    def board_infos(self) -> list[BoardInfo]:
+        """Snapshots of every board known (up or down), in registration order."""
+        return [b.info() for b in self.boards.values()]
+
+    def board_names(self) -> list[str]:
+        return list(self.boards)
+
+    def topic_stats(self) -> dict[bytes, TopicStats]:
+        """Per-topic figures (count, rate, last value), by topic URI; a copy of the table."""
+        return dict(self.topics)
+
+    def stats(self) -> dict[str, int]:
+        """The hub's counters, and the PIT's size as "pit"."""
+        out = dict(self.counters)
+        out["pit"] = len(self.fwd.pit)
+        return out

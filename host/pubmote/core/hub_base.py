@@ -1,0 +1,188 @@
+"""The hub's state and the helpers its parts share: counters, the subscriber tables, the
+hooks, Interests out with their Data awaited, acks and Nacks, the journal records and the
+drop counting every delivery path goes through. The notify intake (intake.py), the
+delivery to boards (delivery.py) and the hub itself (hub.py) build on it."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from pubmote.core.auth import BoardAuth
+from pubmote.core.control import SIGNER, encode_ack
+from pubmote.core.forwarder import Face, Forwarder
+from pubmote.core.journal import Journal
+from pubmote.core.messages import Listener, Message, TopicStats
+from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote_wire import data as ndn_data
+from pubmote_wire import interest as ndn_interest
+from pubmote_wire import lp
+from pubmote_wire import name as ndn_name
+
+log = logging.getLogger("pubmote.hub")
+
+
+class HubBase:
+    """State shared by the hub's parts; not used on its own."""
+
+    def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
+                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256) -> None:
+        self.gateway = gateway
+        self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
+        self.fwd = Forwarder()
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.board_queue_len = board_queue_len
+        self.window = window
+        self.max_boards = max_boards
+        self.boards: dict[str, BoardState] = {}
+        self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
+        self.faces: dict[int, HubFace] = {}
+        self.tracer: Any = None
+        self.auth: BoardAuth | None = None
+        self.journal: Journal | None = None
+        self.topics: dict[bytes, TopicStats] = {}
+        self._listeners: list[Listener] = []
+        # called with each board as it (re)registers: retained topics hand it last values
+        self._register_hooks: list[Callable[[BoardInfo], None]] = []
+        # see every message before fan-out; a hook returning True has taken it over
+        # (directed messages: the mesh relay routes them itself)
+        self._publish_hooks: list[Callable[[Message], bool]] = []
+        self._done: OrderedDict[bytes, bool] = OrderedDict()  # publisher+nonce fetched
+        self._inflight: set[bytes] = set()
+        self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
+                         "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
+                         "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
+                         "inline_refused": 0}
+
+    def _count_board(self, face: HubFace, key: str) -> None:
+        b = self.boards.get(face.board or "")
+        if b is not None:
+            b.counters[key] += 1
+
+    async def _express(self, pkt: bytes, hops: Sequence[Face],
+                       nacked: list[bool] | None = None) -> bytes | None:
+        """Send an Interest, wait for its Data (None on timeout or Nack; a Nack also
+        appends True to `nacked`)."""
+        i = ndn_interest.decode_interest(pkt)
+        fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+
+        def sink(reply: bytes | None, nack_reason: int | None) -> None:
+            if not fut.done():
+                if nack_reason is not None and nacked is not None:
+                    nacked.append(True)
+                fut.set_result(reply)
+
+        if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink):
+            for h in hops:
+                h.send_packet(pkt)
+        return await fut
+
+    def _ack(self, face: HubFace, notify_name: bytes) -> None:
+        face.send_packet(bytes(encode_ack(notify_name)))
+
+    def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
+        face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
+
+    def _send_nack(self, face: HubFace, pkt: bytes) -> None:
+        buf = bytearray(len(pkt) + 32)
+        n = lp.encode_nack(buf, 0, pkt, lp.NACK_NO_ROUTE)
+        face.send_packet(bytes(buf[:n]))
+        self.counters["nacks_sent"] += 1
+
+    def _enqueue(self, b: BoardState, msg: Message) -> None:
+        dropped = b.enqueue(msg)  # a full outbox drops its oldest message: journaled
+        if dropped is not None:
+            self.journal_outcome(dropped, b.name, "dropped")
+
+    def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
+        """One journal record: msg relayed (egress None, with its payload), or what became
+        of it at one egress (delivered/dropped/nacked). All records of one message share
+        its t_bridge, so the pipeline's event-time windows keep them together."""
+        j = self.journal
+        if j is None:
+            return
+        rec = {"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+               "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
+               "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
+               "outcome": outcome}
+        if egress is None:
+            rec["payload"] = msg.payload.hex()
+        else:
+            rec["latency_ms"] = round((time.time() - msg.t_recv) * 1000, 3)
+        j.record(rec)
+
+    def _journal_event(self, outcome: str, origin: str, ingress: str, **extra: Any) -> None:
+        """A journal record about a board rather than a message (board_up, board_down,
+        fetch_failed), timed now."""
+        if self.journal is not None:
+            self.journal.record({"t_bridge": round(time.time() * 1000, 3), "origin": origin,
+                                 "ingress": ingress, "outcome": outcome, **extra})
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+        return t
+
+    async def close(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.fwd.close()
+
+    def publish(self, msg: Message, boards: Iterable[str] | None = None, *,
+                listeners: bool = True) -> None:
+        """Relay one message to every listener and every board whose filters match.
+
+        With `boards` (names), to exactly those boards instead (a directed message), and to
+        listeners and NDN apps only if `listeners`; publish hooks are skipped then."""
+        if boards is None:
+            for hook in self._publish_hooks:
+                try:
+                    if hook(msg):
+                        return
+                except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
+                    log.exception("publish hook failed")
+        self.counters["messages"] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
+                      msg.origin, msg.ingress, len(msg.payload))
+        stats = self.topics.get(msg.topic)
+        if stats is None:
+            stats = self.topics[msg.topic] = TopicStats()
+        stats.add(msg)
+        self.journal_outcome(msg, None, "relayed")
+        if boards is not None:
+            for name in boards:
+                self.deliver(name, msg)
+        if not listeners:
+            return
+        for listener in self._listeners:
+            try:
+                listener(msg)
+            except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
+                log.exception("listener failed")
+        line = msg.line()
+        receivers: Iterable[BoardState] = (
+            self.app_subs.values() if boards is not None
+            else itertools.chain(self.boards.values(), self.app_subs.values()))
+        for b in receivers:
+            if b.filter.matches(line):
+                self._enqueue(b, msg)
+
+    def deliver(self, board: str, msg: Message) -> bool:
+        """Queue msg for one board (as any relayed message: a full queue drops its oldest,
+        counted and journaled); False if no board has that name."""
+        b = self.boards.get(board)
+        if b is None:
+            return False
+        self._enqueue(b, msg)
+        return True

@@ -1,0 +1,105 @@
+"""Board -> hub: the hub as the NDN notify subscriber. A board's notify is answered by a
+fetch of the message (or the message carried inline), the message is handed on, then the
+notify is acked; duplicates are acked again and not relayed twice."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pubmote.core.auth import board_of
+from pubmote.core.control import OVERHEAD, new_nonce
+from pubmote.core.hub_base import HubBase
+from pubmote.core.messages import Message
+from pubmote.core.registry import HubFace
+from pubmote_wire import data as ndn_data
+from pubmote_wire import name as ndn_name
+from pubmote_wire import notify
+from pubmote_wire.errors import DecodeError
+
+log = logging.getLogger("pubmote.hub")
+
+
+class NotifyIntake(HubBase):
+    """Takes messages in from boards and NDN apps that publish."""
+
+    async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
+                         publisher: bytes, nonce: bytes, fwd: bytes | None = None,
+                         t_board: int | None = None, inline: bytes | None = None) -> None:
+        key = publisher + b"\x00" + nonce
+        if key in self._done:
+            self._count_board(face, "duplicates")
+            self._ack(face, notify_name)
+            return
+        if key in self._inflight:
+            return  # a retransmitted notify; the ack of the first answers both (same name)
+        self._inflight.add(key)
+        try:
+            d = self._inline_msg(inline, publisher, topic, nonce)
+            reply = inline if d is not None else await self._fetch(face, publisher, topic,
+                                                                   nonce, fwd)
+            if reply is None:
+                self.counters["fetch_failed"] += 1
+                self._count_board(face, "fetch_failed")
+                self._journal_event("fetch_failed", face.board or ndn_name.to_uri(publisher),
+                                    face.label, topic=ndn_name.to_uri(topic))
+                return
+            if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
+                    and self.auth.check_data(board_of(publisher), reply)):
+                return
+            if d is None:
+                d = ndn_data.decode_data(reply)
+            payload = bytes(d.content) if d.content is not None else b""
+            self._done[key] = True
+            while len(self._done) > 4096:
+                self._done.popitem(last=False)
+            origin = face.board or ndn_name.to_uri(publisher)
+            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label, t_board)
+            self._count_board(face, "published")
+            b = self.boards.get(face.board or "")
+            if b is not None:
+                b.last[msg.topic] = payload
+                b.last_seen = time.time()
+            self.publish(msg)
+            # ack only after the message is handed to every subscriber: an acked message
+            # is never lost by a crash of the board
+            self._ack(face, notify_name)
+        finally:
+            self._inflight.discard(key)
+
+    def _inline_msg(self, inline: bytes | None, publisher: bytes, topic: bytes,
+                    nonce: bytes) -> ndn_data.Data | None:
+        """The message Data a notify carried inline, decoded, if it is the one the notify
+        announces (else None: it is fetched, as by any subscriber that ignores INLINE_MSG)."""
+        if inline is None:
+            return None
+        try:
+            d = ndn_data.decode_data(inline)
+        except DecodeError:
+            d = None
+        if d is None or bytes(d.name) != notify.msg_name(publisher, topic, nonce):
+            self.counters["inline_refused"] += 1
+            return None
+        self.counters["inline"] += 1
+        return d
+
+    async def _fetch(self, face: HubFace, publisher: bytes, topic: bytes, nonce: bytes,
+                     fwd: bytes | None = None) -> bytes | None:
+        # route by the message's name, else by the publisher's forwarding hint (the
+        # notify's PublisherFwdHint: the publisher prefix is not announced), else back
+        # where the notify came from
+        hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce))
+        if not hops and fwd:
+            hops = self.fwd.lookup(fwd)
+        if not hops:
+            hops = [face]
+        buf = bytearray(len(publisher) + len(topic) + len(fwd or b"") + OVERHEAD)
+        for _ in range(self.retries):
+            n = notify.encode_msg_interest(buf, 0, publisher, topic, nonce,
+                                           interest_nonce=new_nonce(), lifetime_ms=self.timeout_ms,
+                                           fwd_hint=fwd or None)
+            pkt = bytes(buf[:n])
+            reply = await self._express(pkt, hops)
+            if reply is not None:
+                return reply
+        return None

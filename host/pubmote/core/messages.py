@@ -1,0 +1,52 @@
+"""What the hub relays: one message (topic, payload, where it came from and when), the
+listener type, and per-topic statistics for the view."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+class Message:
+    """One relayed message. `topic` is the topic's URI as bytes."""
+
+    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board")
+
+    def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str,
+                 t_board: int | None = None) -> None:
+        self.topic = topic
+        self.payload = payload
+        self.origin = origin
+        self.ingress = ingress
+        self.t_recv = time.time()
+        self.t_board = t_board  # the board's SignatureTime (ms), when it signs
+
+    def line(self) -> bytes:
+        """The SP form: `<topic URI>|<payload>`, what nanomsg-style filters match against."""
+        return self.topic + b"|" + self.payload
+
+
+Listener = Callable[[Message], None]
+
+
+class TopicStats:
+    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last_payload = b""
+        self.last_origin = ""
+        self.last_time = 0.0
+        self.rate = 0.0
+        self._t0 = time.monotonic()
+        self._n0 = 0
+
+    def add(self, msg: Message) -> None:
+        self.count += 1
+        self.last_payload = msg.payload
+        self.last_origin = msg.origin
+        self.last_time = msg.t_recv
+        now = time.monotonic()
+        if now - self._t0 >= 2.0:
+            self.rate = (self.count - self._n0) / (now - self._t0)
+            self._t0, self._n0 = now, self.count

@@ -1,0 +1,96 @@
+"""What the hub knows of each subscriber (a board, or an NDN app's PubSub subscription):
+its face, filters, counters and bounded delivery queue; and the read-only snapshot of a
+board that the hub hands to everyone else (the mesh relay, retained topics, the view)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any, Protocol
+
+from pubmote.core.messages import Message
+from pubmote_wire import sp
+
+
+class HubFace(Protocol):
+    """What the hub needs of any face: board links and NDN application connections."""
+
+    face_id: int
+    label: str
+    kind: str
+    up: bool
+    board: str | None
+    tracer: Any
+
+    def send_packet(self, pkt: bytes) -> None: ...
+
+    def bad_frames(self) -> int: ...
+
+
+class BoardState:
+    """What the hub knows of one board, keyed by the name it registered with."""
+
+    def __init__(self, name: str, prefix: bytes, face: HubFace, queue_len: int) -> None:
+        self.name = name
+        self.prefix = prefix
+        self.face = face
+        self.filter = sp.SubFilter()
+        self.filters: list[bytes] = []
+        self.registered_at = time.time()
+        self.last_seen = time.time()
+        self.registrations = 0
+        self.down = False  # its face went down; its next registration is a reconnect
+        self.outbox: deque[Message] = deque()
+        self.queue_len = queue_len
+        self.wake = asyncio.Event()
+        self.worker: asyncio.Task[None] | None = None
+        self.last: dict[bytes, bytes] = {}
+        self.counters = {"published": 0, "delivered": 0, "dropped": 0, "fetch_failed": 0,
+                         "deliver_failed": 0, "duplicates": 0}
+
+    def set_filters(self, filters: list[bytes]) -> None:
+        f = sp.SubFilter()
+        for p in filters:
+            f.subscribe(p)
+        self.filter = f
+        self.filters = list(filters)
+
+    def enqueue(self, msg: Message) -> Message | None:
+        """Queue msg for delivery; return the message dropped to make room, if any."""
+        dropped = None
+        if len(self.outbox) >= self.queue_len:
+            dropped = self.outbox.popleft()
+            self.counters["dropped"] += 1
+        self.outbox.append(msg)
+        self.wake.set()
+        return dropped
+
+    def info(self) -> BoardInfo:
+        """A read-only snapshot of this board."""
+        return BoardInfo(self)
+
+
+class BoardInfo:
+    """A board as the hub's users see it: a copy, taken when asked for; `matches` uses the
+    board's filters as they were then."""
+
+    __slots__ = ("name", "face_id", "face_label", "face_kind", "up", "filters", "counters",
+                 "registered_at", "last_seen", "registrations", "_filter")
+
+    def __init__(self, b: BoardState) -> None:
+        self.name = b.name
+        self.face_id = b.face.face_id
+        self.face_label = b.face.label
+        self.face_kind = b.face.kind
+        self.up = b.face.up
+        self.filters = tuple(b.filters)
+        self.counters = dict(b.counters)
+        self.registered_at = b.registered_at
+        self.last_seen = b.last_seen
+        self.registrations = b.registrations
+        self._filter = b.filter  # replaced, never changed, when the filters change
+
+    def matches(self, line: bytes) -> bool:
+        """Whether the board's filters take `<topic URI>|<payload>`."""
+        return bool(self._filter.matches(line))

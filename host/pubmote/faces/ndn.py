@@ -1,0 +1,175 @@
+"""The NFD-compatible face: NDN applications (python-ndn, ndn-python-repo) connect here as
+they would to NFD, over TCP or a unix socket, and speak bare TLV packets and NDNLPv2.
+The management commands the apps send through it (rib/register) are answered by the hub
+(core/nfd_mgmt.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from pubmote.core.addresses import AddressError, parse_tcp_url
+from pubmote_wire import tlv
+from pubmote_wire.errors import DecodeError
+
+log = logging.getLogger("pubmote.ndn")
+
+MAX_PACKET = 8800  # NDN's maximum packet size
+OUT_LIMIT_BYTES = 1 << 20
+
+PacketHandler = Callable[[Any, bytes], None]
+FaceHandler = Callable[[Any], None]
+
+
+class StreamDecoder:
+    """Splits a byte stream into whole TLV elements; a claimed length above max_packet is
+    a DecodeError at once (the connection is then closed), never a big allocation."""
+
+    def __init__(self, max_packet: int = MAX_PACKET) -> None:
+        self.buf = bytearray()
+        self.max_packet = max_packet
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        self.buf += chunk
+        out = []
+        while self.buf:
+            b = self.buf
+            try:
+                _, n1 = tlv.read_varnum(b, 0)
+                length, n2 = tlv.read_varnum(b, n1)
+            except DecodeError:
+                if len(b) >= 18:  # long enough for any T and L: not a partial header
+                    raise
+                break
+            total = n1 + n2 + length
+            if total > self.max_packet:
+                raise DecodeError("packet of %d bytes exceeds %d" % (total, self.max_packet))
+            if len(b) < total:
+                break
+            out.append(bytes(b[:total]))
+            del b[:total]
+        return out
+
+
+class NdnAppFace(asyncio.Protocol):
+    """One connected NDN application."""
+
+    kind = "ndn"
+
+    def __init__(self, face_id: int, on_packet: PacketHandler, on_state: FaceHandler) -> None:
+        self.face_id = face_id
+        self.label = "ndn:%d" % face_id
+        self.on_packet = on_packet
+        self.on_state = on_state
+        self.up = False
+        self.board: str | None = None
+        self.decoder = StreamDecoder()
+        self.tracer: Any = None
+        self._t: asyncio.Transport | None = None
+        self.counters = {"rx_packets": 0, "tx_packets": 0, "tx_dropped": 0, "bad_streams": 0,
+                         "opens": 1}
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._t = transport  # type: ignore[assignment]
+        self.up = True
+        self.on_state(self)
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            pkts = self.decoder.feed(data)
+        except DecodeError as e:
+            self.counters["bad_streams"] += 1
+            log.info("%s sent a malformed stream (%s); closing it", self.label, e)
+            if self._t is not None:
+                self._t.close()
+            return
+        for pkt in pkts:
+            self.counters["rx_packets"] += 1
+            self.on_packet(self, pkt)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._t = None
+        self.up = False
+        self.on_state(self)
+
+    def send_packet(self, pkt: bytes) -> None:
+        t = self._t
+        if t is None or t.get_write_buffer_size() + len(pkt) > OUT_LIMIT_BYTES:
+            self.counters["tx_dropped"] += 1
+            return
+        if self.tracer is not None:
+            self.tracer.record(self.label, "out", pkt)
+        t.write(pkt)
+        self.counters["tx_packets"] += 1
+
+    def bad_frames(self) -> int:
+        return self.counters["bad_streams"]
+
+    def close(self) -> None:
+        if self._t is not None:
+            self._t.close()
+
+
+class _Refuse(asyncio.Protocol):
+    # past max_apps a connection is closed at once: one app cannot exhaust the bridge
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.close()
+
+
+class NdnFaceServer:
+    """A listener (`tcp://HOST:PORT` or `unix:///PATH`) making an NdnAppFace per app."""
+
+    def __init__(self, url: str, new_face_id: Callable[[], int], on_packet: PacketHandler,
+                 on_state: FaceHandler, max_apps: int = 64) -> None:
+        self.url = url
+        self.new_face_id = new_face_id
+        self.on_packet = on_packet
+        self.on_state = on_state
+        self.max_apps = max_apps
+        self.faces: dict[int, NdnAppFace] = {}
+        self.refused = 0
+        self.bad_streams = 0  # malformed streams of apps since gone
+        self.server: asyncio.AbstractServer | None = None
+
+    def _factory(self) -> asyncio.Protocol:
+        if len(self.faces) >= self.max_apps:
+            self.refused += 1
+            return _Refuse()
+        return NdnAppFace(self.new_face_id(), self.on_packet, self._state)
+
+    def _state(self, face: NdnAppFace) -> None:
+        if face.up:
+            self.faces[face.face_id] = face
+        else:
+            self.faces.pop(face.face_id, None)
+            self.bad_streams += face.counters["bad_streams"]
+        self.on_state(face)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.url.startswith("unix://"):
+            path = self.url[len("unix://"):]
+            if os.path.exists(path):
+                os.unlink(path)
+            self.server = await loop.create_unix_server(self._factory, path)
+        elif self.url.startswith("tcp://"):
+            try:
+                host, port = parse_tcp_url(self.url)
+            except AddressError as e:
+                raise ValueError("--ndn-face %s: %s" % (self.url, e)) from None
+            if host not in ("127.0.0.1", "::1", "localhost"):
+                log.warning("NDN face %s is reachable from other hosts", self.url)
+            self.server = await loop.create_server(self._factory, host, port,
+                                                   reuse_address=True)
+        else:
+            raise ValueError("--ndn-face needs tcp://HOST:PORT or unix:///PATH, not %r"
+                             % self.url)
+
+    async def close(self) -> None:
+        for f in list(self.faces.values()):
+            f.close()
+        if self.server is not None:
+            self.server.close()

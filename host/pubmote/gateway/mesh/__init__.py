@@ -1,0 +1,2 @@
+"""The bridge in the GossipSub mesh: the CBOR envelope, realms and validators, directed
+addresses, and the relay between the hub and the mesh."""

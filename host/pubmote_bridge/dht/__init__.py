@@ -1,2 +1,0 @@
-"""The BitTorrent DHT for pubmote: bencode, KRPC, BEP 5 routing, BEP 44 mutable items,
-an asyncio UDP node, BEP 50 topic overlays, and the bridge's retained topics on them."""
