@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable
 
+from pubmote.p2p.connmgr import OUTBOUND
 from pubmote.p2p.host import Host
 from pubmote.p2p.identity import PeerId
 from pubmote.p2p.pubsub.config import MESHSUB_10, GossipConfig
@@ -128,6 +129,11 @@ class RouterBase:
         return (ps is not None and ps.is_gossip
                 and self._backoff.get((topic, p), -slack) + slack <= now
                 and self.score(p) >= 0)
+
+    def _dialled(self, p: PeerId) -> bool:
+        """Whether our connection to p is one we opened (an outbound connection)."""
+        conn = self.host.connection(p)
+        return conn is not None and conn.direction == OUTBOUND
 
     def _add_backoff(self, topic: str, peer: PeerId, seconds: float) -> None:
         # Whole seconds, as the PRUNE carries them: both ends hold the same backoff.

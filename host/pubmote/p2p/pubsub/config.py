@@ -27,6 +27,8 @@ class GossipConfig:
     D_high: int = 12
     D_lazy: int = 6
     D_score: int = 4                     # kept by score when pruning an oversized mesh
+    D_out: int | None = None             # peers we dialled, kept when pruning (< D_low);
+                                         # default min(2, D_low - 1, D // 2)
     heartbeat_s: float = 1.0
     heartbeat_initial_delay_s: float = 0.1
     fanout_ttl_s: float = 60.0
@@ -70,6 +72,18 @@ class GossipConfig:
     def check(self) -> None:
         if not (0 < self.D_low <= self.D <= self.D_high):
             raise ValueError("need 0 < D_low <= D <= D_high")
+        if self.D_score > self.D:
+            raise ValueError("need D_score <= D")
+        if self.D_out is not None and not (0 <= self.D_out < self.D_low
+                                           and self.D_out <= self.D // 2):
+            raise ValueError("need 0 <= D_out < D_low and D_out <= D/2")
+
+    @property
+    def d_out(self) -> int:
+        """D_out, or its default for this D and D_low."""
+        if self.D_out is not None:
+            return self.D_out
+        return max(0, min(2, self.D_low - 1, self.D // 2))
         if self.mcache_gossip > self.mcache_len or self.mcache_len < 1:
             raise ValueError("need 1 <= mcache_gossip <= mcache_len")
         if self.heartbeat_s <= 0:

@@ -51,7 +51,11 @@ class ControlHandling(RouterBase):
                 self._add_backoff(topic, p, c.prune_backoff_s)
                 out.prune.append(self._make_prune(ps, topic, c.prune_backoff_s))
                 continue
-            if self.score(p) < 0 or len(mesh) >= c.D_high:
+            # A full mesh still takes a GRAFT over a connection we opened: otherwise a
+            # late joiner finds every mesh full and stays below D_low until the backoffs
+            # expire. The heartbeat prunes the excess. Only connections we opened, so
+            # peers that dial us in numbers cannot take our mesh over (as go-libp2p).
+            if self.score(p) < 0 or (len(mesh) >= c.D_high and not self._dialled(p)):
                 self._add_backoff(topic, p, c.prune_backoff_s)
                 out.prune.append(self._make_prune(ps, topic, c.prune_backoff_s))
                 continue

@@ -103,7 +103,17 @@ class MeshMaintenance(RouterBase):
             rest = peers[c.D_score:]
             self._rng.shuffle(rest)
             keep += rest[:c.D - len(keep)]
-            for p in rest[c.D - c.D_score:]:
+            # at least D_out of the peers we dialled stay (they are hard to take over)
+            dialled = [p for p in rest[c.D - c.D_score:] if self._dialled(p)]
+            need = c.d_out - sum(1 for p in keep if self._dialled(p))
+            for p in dialled[:max(0, need)]:
+                swap = next((q for q in reversed(keep[c.D_score:]) if not self._dialled(q)), None)
+                if swap is None:
+                    break
+                keep[keep.index(swap)] = p
+            for p in peers:
+                if p in keep:
+                    continue
                 mesh.discard(p)
                 self._add_backoff(topic, p, c.prune_backoff_s)
                 prunes.setdefault(p, []).append(topic)
