@@ -1,7 +1,6 @@
 # The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
 # prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
 import asyncio
-import binascii
 
 from pubmote_wire import cbor, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
@@ -24,6 +23,8 @@ except ImportError:  # CPython, for host-side tests of the node
 
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
 _SEEN_MAX = const(32)  # messages remembered against duplicate notifies
+_NONCE_KEPT = const(8)  # nonce bytes a dedupe slot holds (a longer nonce: its digest's)
+_SLOT = const(9)  # a dedupe slot: the nonce's length, then _NONCE_KEPT bytes
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
 REGISTER = name.from_uri("/pubmote/ctl/register")
 HELLO = name.from_uri("/pubmote/ctl/hello")
@@ -43,22 +44,6 @@ class Message:
 
     def __repr__(self):
         return "<Message %s %d B>" % (self.topic, len(self.payload))
-
-
-class Directed:
-    """A received directed message (seed 003): address (str, e.g. "/gw1/sim1", "/*/*"),
-    originator (str, "/orch/node" or "/orch"), topic (str), payload (bytes), ts_ms."""
-
-    def __init__(self, address, originator, topic, payload, ts_ms):
-        self.address = address
-        self.originator = originator
-        self.topic = topic
-        self.payload = payload
-        self.ts_ms = ts_ms
-
-    def __repr__(self):
-        return "<Directed %s from %s %s %d B>" % (self.address, self.originator, self.topic,
-                                                  len(self.payload))
 
 
 class Subscription:
@@ -149,10 +134,14 @@ class Node:
         self.inline = config.get("inline", True)
         # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
         key = config.get("key")
-        self._key = binascii.unhexlify(key) if key else None
+        self._key = None
         self._signer = _SIGNER
-        if self._key:
+        if key:
+            from binascii import unhexlify
+
             from pubmote_wire.hmac256 import HmacSigner  # only a board with a key loads HMAC
+
+            self._key = unhexlify(key)
 
             self._signer = HmacSigner(self._key)
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
@@ -166,14 +155,21 @@ class Node:
         self._framev = memoryview(self._frame)
         self._rx = bytearray(256)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
-        self._lock = asyncio.Lock()
+        # one frame at a time on the link (frames go in parts): a flag and an Event, not an
+        # asyncio.Lock, whose module would cost the board ~370 B of heap
+        self._writing = False
+        self._written = asyncio.Event()
         self._pending = {}  # full Interest name -> _Pending
         self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
         self._soft_bytes = 0
         # (publisher, NotifyNonce) of the last 32 messages delivered to us (duplicate
-        # notifies), as parallel lists: no tuple per entry, one copy of each publisher
-        self._seen_pub = []
-        self._seen_nonce = []
+        # notifies): a ring of fixed slots in one bytearray (a nonce's length, then its
+        # bytes), each slot naming its publisher by an index into _seen_pubs, which holds
+        # one copy of each publisher a slot still names. No object per message.
+        self._seen = bytearray(_SEEN_MAX * _SLOT)
+        self._seen_pi = bytearray(b"\xff" * _SEEN_MAX)  # 0xFF: an empty slot
+        self._seen_pubs = []
+        self._seen_at = 0  # the slot the next message takes
         self._last_pub = None  # a publisher's name (TLV) and its URI, for Message.publisher
         self._last_pub_uri = None
         self._subs = []
@@ -251,20 +247,11 @@ class Node:
         "/*/*" (everything). A board the address matches gets its own copy here (nothing
         comes back from the bridge). True once the bridge has acked it (or nothing had to
         leave the board), False when publishing failed."""
+        from .directed import own_copy
+
         payload = _as_bytes(payload)
-        parts = address[1:].split("/") if address[:1] == "/" else []
-        if not (1 <= len(parts) <= 2) or "" in parts or "|" in address:
-            raise ValueError("address must be /orch, /orch/node, /orch/*, /* or /*/*")
-        orch = parts[0]
-        node = parts[1] if len(parts) == 2 else None
-        mine = self.orch()
-        me = orch == "*" or orch == mine
-        if me and (node == "*" or node == self.name):
-            if self._inbox is not None:
-                origin = "/%s/%s" % (mine or "?", self.name)
-                self._inbox._offer(Directed(address, origin, topic, payload, self._now_ms()))
-            if orch == mine and node == self.name:
-                return True  # for this board only: it never leaves
+        if own_copy(self, address, topic, payload):
+            return True  # for this board only: it never leaves
         return await self.publish("/pubmote/to" + address, _as_bytes(topic) + b"|" + payload)
 
     def orch(self):
@@ -421,13 +408,20 @@ class Node:
     async def _send(self, pkt):
         if not self._up:
             raise OSError("link down")
-        async with self._lock:
+        while self._writing:
+            self._written.clear()
+            await self._written.wait()
+        self._writing = True
+        try:
             crc = framing.crc16(pkt)
             pos = 0
             while pos >= 0:  # one part when the frame fits the buffer
                 n, pos = framing.encode_frame_part(self._frame, pkt, crc, pos)
                 await self._link.write(self._framev[0:n])
             self.counters["sent_frames"] += 1
+        finally:
+            self._writing = False
+            self._written.set()
 
     async def _express(self, n, keep=False):
         """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack);
@@ -555,7 +549,9 @@ class Node:
         payload = bytes(data.content) if data.content is not None else b""
         self.counters["received"] += 1
         if topic_uri[: len(_TO)] == _TO:
-            self._on_directed(payload)
+            from .directed import deliver
+
+            deliver(self, payload)
             await self._ack(notify_name)
             return
         msg = None
@@ -577,35 +573,47 @@ class Node:
         return self._last_pub_uri
 
     def _was_seen(self, publisher, nonce):
-        pubs = self._seen_pub
-        nonces = self._seen_nonce
-        for k in range(len(nonces)):
-            if nonces[k] == nonce and pubs[k] == publisher:
+        k = _index(self._seen_pubs, publisher)
+        if k < 0:
+            return False
+        key = _nonce_key(nonce)
+        pi = self._seen_pi
+        seen = self._seen
+        n = len(key)
+        for s in range(_SEEN_MAX):
+            if pi[s] != k:
+                continue
+            p = s * _SLOT
+            if seen[p] != len(nonce) & 0xFF:
+                continue
+            i = 0
+            while i < n and seen[p + 1 + i] == key[i]:
+                i += 1
+            if i == n:
                 return True
         return False
 
     def _remember(self, publisher, nonce):
-        for p in self._seen_pub:
-            if p == publisher:
-                publisher = p  # keep the copy already held
-                break
-        self._seen_pub.append(publisher)
-        self._seen_nonce.append(nonce)
-        if len(self._seen_nonce) > _SEEN_MAX:
-            self._seen_pub.pop(0)
-            self._seen_nonce.pop(0)
-
-    def _on_directed(self, payload):
-        try:
-            m = cbor.loads(payload)
-            msg = Directed(m["a"], m["o"], m["t"], m["p"], m.get("ts", 0))
-        except (DecodeError, KeyError, TypeError, ValueError):
-            self.counters["bad_packets"] += 1
-            return
-        if self._inbox is None:
-            self.counters["filtered"] += 1  # the app never asked for directed messages
-        else:
-            self._inbox._offer(msg)
+        at = self._seen_at
+        self._seen_at = (at + 1) % _SEEN_MAX
+        pi = self._seen_pi
+        pi[at] = 0xFF  # the oldest slot is taken over: it no longer names its publisher
+        pubs = self._seen_pubs
+        k = _index(pubs, publisher)
+        if k < 0:
+            # the first index no slot names (a forgotten publisher's), else a new one
+            k = 0
+            while k < len(pubs) and _names(pi, k):
+                k += 1
+            if k == len(pubs):
+                pubs.append(publisher)
+            else:
+                pubs[k] = publisher
+        pi[at] = k
+        key = _nonce_key(nonce)
+        p = at * _SLOT
+        self._seen[p] = len(nonce) & 0xFF
+        self._seen[p + 1 : p + 1 + len(key)] = key
 
     async def _ack(self, notify_name):
         buf = bytearray(len(notify_name) + 96)
@@ -634,6 +642,32 @@ def _log_exception(e):
         import traceback
 
         traceback.print_exception(e)
+
+
+def _index(items, x):
+    for k in range(len(items)):
+        if items[k] == x:
+            return k
+    return -1
+
+
+def _names(pi, k):
+    # True if a dedupe slot names publisher index k
+    for s in range(_SEEN_MAX):
+        if pi[s] == k:
+            return True
+    return False
+
+
+def _nonce_key(nonce):
+    # what a dedupe slot keeps of a nonce: the nonce itself up to 8 bytes (every NotifyNonce
+    # in use: ndn-python-repo's is an 8-byte-at-most integer, the bridge's 4 bytes), else the
+    # first 8 bytes of its SHA-256 (with its length: a false match needs a 2**-64 collision)
+    if len(nonce) <= _NONCE_KEPT:
+        return nonce
+    from pubmote_wire.compat import sha256
+
+    return sha256(nonce).digest()[:_NONCE_KEPT]
 
 
 def _nonce32():
