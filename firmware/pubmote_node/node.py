@@ -6,7 +6,6 @@ from pubmote_wire import cbor, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
-from pubmote_wire.signature import DigestSigner
 from pubmote_wire.subfilter import SubFilter
 
 try:
@@ -24,12 +23,19 @@ except ImportError:  # CPython, for host-side tests of the node
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
 _SEEN_MAX = const(32)  # messages remembered against duplicate notifies
 _NONCE_KEPT = const(8)  # nonce bytes a dedupe slot holds (a longer nonce: its digest's)
-_SLOT = const(9)  # a dedupe slot: the nonce's length, then _NONCE_KEPT bytes
+_SLOT = const(10)  # a dedupe slot: publisher index (0xFF: empty), nonce length, the bytes
+# one outstanding Interest of ours, keyed by its full name: [Event, Data, its packet] (a
+# list, not a class: a class object costs the board's heap more than its records do)
+_EV = const(0)
+_DATA = const(1)
+_PKT = const(2)
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
-REGISTER = name.from_uri("/pubmote/ctl/register")
-HELLO = name.from_uri("/pubmote/ctl/hello")
-_MSG = name.generic(b"msg")
-_SIGNER = DigestSigner()
+# Names as bytes literals, which frozen code keeps in flash (built at import, they would be
+# heap): /pubmote/ctl/register, /pubmote/ctl/hello, and the component msg
+REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
+HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"
+_MSG = b"\x08\x03msg"
+_SIGNER = notify.DIGEST  # the codec's one DigestSigner
 # directed messages (seed 003) travel as topics /pubmote/to/<address>; the bridge routes them
 _TO = b"/pubmote/to/"
 
@@ -93,15 +99,6 @@ def _as_bytes(s):
     return s.encode() if isinstance(s, str) else bytes(s)
 
 
-class _Pending:
-    # one outstanding Interest of ours, keyed by its full name
-    def __init__(self):
-        self.ev = asyncio.Event()
-        self.data = None
-        self.pkt = None
-        self.nacked = False
-
-
 class Node:
     """A board's pubmote endpoint.
 
@@ -115,7 +112,6 @@ class Node:
         self.name = config["name"]
         self.config = config
         self.prefix = name.from_uri(config.get("prefix", "/pubmote/node/" + self.name))
-        self._link_cfg = config
         self._link = link
         # WiFi (tcp/udp links with an ssid): joined before the link opens, rejoined when
         # lost; wifi.py is imported only then, network.WLAN only on a board
@@ -146,32 +142,28 @@ class Node:
             self._signer = HmacSigner(self._key)
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
         self._tx = bytearray(MAX_PACKET)
-        self._txv = memoryview(self._tx)
         # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
         # frame. UDP (one frame per datagram) and a link given here get the whole frame
         whole = link is not None or config.get("link") == "udp"
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        self._framev = memoryview(self._frame)
         self._rx = bytearray(256)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
-        # one frame at a time on the link (frames go in parts): a flag and an Event, not an
-        # asyncio.Lock, whose module would cost the board ~370 B of heap
-        self._writing = False
-        self._written = asyncio.Event()
-        self._pending = {}  # full Interest name -> _Pending
+        # one frame at a time on the link (frames go in parts): an Event set while the link
+        # is free, not an asyncio.Lock, whose module would cost the board ~370 B of heap
+        self._free = asyncio.Event()
+        self._free.set()
+        self._pending = {}  # full Interest name -> [Event, Data, packet]
         self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
         self._soft_bytes = 0
         # (publisher, NotifyNonce) of the last 32 messages delivered to us (duplicate
         # notifies): a ring of fixed slots in one bytearray (a nonce's length, then its
         # bytes), each slot naming its publisher by an index into _seen_pubs, which holds
         # one copy of each publisher a slot still names. No object per message.
-        self._seen = bytearray(_SEEN_MAX * _SLOT)
-        self._seen_pi = bytearray(b"\xff" * _SEEN_MAX)  # 0xFF: an empty slot
+        self._seen = bytearray(b"\xff" * (_SEEN_MAX * _SLOT))
         self._seen_pubs = []
         self._seen_at = 0  # the slot the next message takes
-        self._last_pub = None  # a publisher's name (TLV) and its URI, for Message.publisher
-        self._last_pub_uri = None
+        self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._subs = []
         self._inbox = None  # directed messages, once the app asks for them (directed())
         self._served = []  # (name prefix, handler): named data this board answers
@@ -211,7 +203,7 @@ class Node:
         if len(self._soft) >= self.max_soft or self._soft_bytes + n > self.max_soft_bytes:
             self.counters["soft_full"] += 1
             return False
-        data = bytes(self._txv[0:n])
+        data = bytes(memoryview(self._tx)[0:n])
         self._soft[nonce] = data
         self._soft_bytes += n
         self.counters["published"] += 1
@@ -308,7 +300,7 @@ class Node:
                 # virtual board's) needs none of the board-only idioms in links
                 from . import links
 
-                link = links.from_config(self._link_cfg)
+                link = links.from_config(self.config)
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
@@ -353,11 +345,7 @@ class Node:
                 if missed >= 6:
                     raise OSError("bridge not answering")
             self._filters_dirty.clear()
-            wait_ms = self.keepalive_ms if self.connected else 500
-            try:
-                await asyncio.wait_for(self._filters_dirty.wait(), wait_ms / 1000)
-            except asyncio.TimeoutError:
-                pass
+            await _wait(self._filters_dirty, self.keepalive_ms if self.connected else 500)
 
     async def _register(self):
         params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
@@ -374,13 +362,13 @@ class Node:
             return False
         self.counters["registrations"] += 1
         try:
-            info = cbor.loads(p.data.content)
+            info = cbor.loads(p[_DATA].content)
             self.gateway = info.get("gateway")
             gw_ms = info.get("time_ms")
             if gw_ms and self._key:
                 from pubmote_wire.data import verify_data
 
-                if verify_data(p.data, p.pkt, self._key):
+                if verify_data(p[_DATA], p[_PKT], self._key):
                     self._clock_offset_ms = gw_ms - _local_ms()
         except (DecodeError, AttributeError, TypeError):
             pass
@@ -400,7 +388,7 @@ class Node:
 
     def _fail_pending(self):
         for p in self._pending.values():
-            p.ev.set()
+            p[_EV].set()
         self._pending = {}
 
     # ---- packets ----------------------------------------------------------------------
@@ -408,42 +396,37 @@ class Node:
     async def _send(self, pkt):
         if not self._up:
             raise OSError("link down")
-        while self._writing:
-            self._written.clear()
-            await self._written.wait()
-        self._writing = True
+        while not self._free.is_set():
+            await self._free.wait()
+        self._free.clear()
         try:
             crc = framing.crc16(pkt)
             pos = 0
             while pos >= 0:  # one part when the frame fits the buffer
                 n, pos = framing.encode_frame_part(self._frame, pkt, crc, pos)
-                await self._link.write(self._framev[0:n])
+                await self._link.write(memoryview(self._frame)[0:n])
             self.counters["sent_frames"] += 1
         finally:
-            self._writing = False
-            self._written.set()
+            self._free.set()
 
     async def _express(self, n, keep=False):
         """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack);
         with keep, return the pending record (Data and its packet) instead.
 
         The packet is copied before the first await: other tasks encode into self._tx."""
-        pkt = bytes(self._txv[0:n])
+        pkt = bytes(memoryview(self._tx)[0:n])
         full = _interest_name(pkt, n)
         if full in self._pending or len(self._pending) >= 16:
             self.counters["pending_full"] += 1
             return None
-        p = _Pending()
+        p = [asyncio.Event(), None, None]
         self._pending[full] = p
         try:
             await self._send(pkt)
-            try:
-                await asyncio.wait_for(p.ev.wait(), self.timeout_ms / 1000)
-            except asyncio.TimeoutError:
+            await _wait(p[_EV], self.timeout_ms)
+            if p[_DATA] is None:  # timed out, or Nacked
                 return None
-            if p.data is None:
-                return None
-            return p if keep else p.data
+            return p if keep else p[_DATA]
         except OSError:
             return None
         finally:
@@ -473,9 +456,9 @@ class Node:
             d = _decode_data(pkt)
             p = self._pending.get(bytes(d.name))
             if p is not None:
-                p.data = d
-                p.pkt = pkt
-                p.ev.set()
+                p[_DATA] = d
+                p[_PKT] = pkt
+                p[_EV].set()
         elif typ == 0x05:
             self._on_interest(pkt)
         elif typ == 0x64:
@@ -488,7 +471,7 @@ class Node:
                 i = interest.decode_interest(pk.fragment)
                 p = self._pending.get(bytes(i.name))
                 if p is not None:
-                    p.ev.set()
+                    p[_EV].set()
             elif pk.fragment is not None:
                 self._on_packet(bytes(pk.fragment))
         else:
@@ -567,27 +550,22 @@ class Node:
 
     def _publisher_uri(self, publisher):
         # the last publisher's URI, made once: its queued messages share one copy
-        if publisher != self._last_pub:
-            self._last_pub_uri = name.to_uri(publisher).encode()
-            self._last_pub = publisher
-        return self._last_pub_uri
+        if publisher != self._last_pub[0]:
+            self._last_pub = (publisher, name.to_uri(publisher).encode())
+        return self._last_pub[1]
 
     def _was_seen(self, publisher, nonce):
         k = _index(self._seen_pubs, publisher)
         if k < 0:
             return False
         key = _nonce_key(nonce)
-        pi = self._seen_pi
         seen = self._seen
         n = len(key)
-        for s in range(_SEEN_MAX):
-            if pi[s] != k:
-                continue
-            p = s * _SLOT
-            if seen[p] != len(nonce) & 0xFF:
+        for p in range(0, _SEEN_MAX * _SLOT, _SLOT):
+            if seen[p] != k or seen[p + 1] != len(nonce) & 0xFF:
                 continue
             i = 0
-            while i < n and seen[p + 1 + i] == key[i]:
+            while i < n and seen[p + 2 + i] == key[i]:
                 i += 1
             if i == n:
                 return True
@@ -596,24 +574,24 @@ class Node:
     def _remember(self, publisher, nonce):
         at = self._seen_at
         self._seen_at = (at + 1) % _SEEN_MAX
-        pi = self._seen_pi
-        pi[at] = 0xFF  # the oldest slot is taken over: it no longer names its publisher
+        seen = self._seen
+        p = at * _SLOT
+        seen[p] = 0xFF  # the oldest slot is taken over: it no longer names its publisher
         pubs = self._seen_pubs
         k = _index(pubs, publisher)
         if k < 0:
             # the first index no slot names (a forgotten publisher's), else a new one
             k = 0
-            while k < len(pubs) and _names(pi, k):
+            while k < len(pubs) and _names(seen, k):
                 k += 1
             if k == len(pubs):
                 pubs.append(publisher)
             else:
                 pubs[k] = publisher
-        pi[at] = k
         key = _nonce_key(nonce)
-        p = at * _SLOT
-        self._seen[p] = len(nonce) & 0xFF
-        self._seen[p + 1 : p + 1 + len(key)] = key
+        seen[p] = k
+        seen[p + 1] = len(nonce) & 0xFF
+        seen[p + 2 : p + 2 + len(key)] = key
 
     async def _ack(self, notify_name):
         buf = bytearray(len(notify_name) + 96)
@@ -651,12 +629,27 @@ def _index(items, x):
     return -1
 
 
-def _names(pi, k):
+def _names(seen, k):
     # True if a dedupe slot names publisher index k
-    for s in range(_SEEN_MAX):
-        if pi[s] == k:
+    for p in range(0, _SEEN_MAX * _SLOT, _SLOT):
+        if seen[p] == k:
             return True
     return False
+
+
+async def _wait(ev, ms):
+    # wait for ev, at most ms: a timer task sets it (asyncio.wait_for would load funcs.py,
+    # ~0.4 kB of the board's heap, and make a task and a closure per wait besides)
+    timer = asyncio.create_task(_set_after(ev, ms))
+    try:
+        await ev.wait()
+    finally:
+        timer.cancel()
+
+
+async def _set_after(ev, ms):
+    await asyncio.sleep(ms / 1000)
+    ev.set()
 
 
 def _nonce_key(nonce):

@@ -14,6 +14,14 @@ def live():
     return gc.mem_alloc()
 
 
+async def settle(node):
+    # the last message handled to its end (its ack sent, no fetch or publish in flight):
+    # what the node keeps, not what it holds while handling a message
+    await asyncio.sleep_ms(100)
+    while node.stats()["pending"]:
+        await asyncio.sleep_ms(20)
+
+
 async def main(node):
     print("BENCH heap.after_node %d" % live())
     asyncio.create_task(node.run())
@@ -50,8 +58,12 @@ async def main(node):
         got += 1
         if got % 10 == 0:
             if got == N // 2:
+                print("BENCH heap.recv_half_busy %d" % live())
+                await settle(node)
                 print("BENCH heap.recv_half %d" % live())
             await node.publish(base + "ready", b"%d" % got)
+    print("BENCH heap.after_recv_busy %d" % live())
+    await settle(node)
     print("BENCH heap.after_recv %d" % live())
     s = node.stats()
     print("BENCH recv.count %d" % got)
