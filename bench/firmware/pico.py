@@ -3,7 +3,9 @@ in rp2040js, its UART0 at 115200 baud on a pty to a real bridge. Heap (gc.mem_al
 gc.collect()) after Node(), after 1,000 acked publishes and 1,000 received messages, and
 growth over the last 500 of each; acked publishes per second and round-trip time, timed on
 the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
-after the messages and no growth (stretch: 16 kB).
+after the messages and no growth (stretch: 16 kB). Received figures come twice: "handling
+it", the moment the app has the message (its ack, a keepalive or a bridge retry may be in
+flight), and "handled", once two readings 200 ms apart agree (nothing in flight).
 
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
