@@ -3,7 +3,9 @@ in rp2040js, its UART0 at 115200 baud on a pty to a real bridge. Heap (gc.mem_al
 gc.collect()) after Node(), after 1,000 acked publishes and 1,000 received messages, and
 growth over the last 500 of each; acked publishes per second and round-trip time, timed on
 the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
-after the messages and no growth (stretch: 16 kB).
+after the messages and no growth (stretch: 16 kB). Received figures come twice: "handling
+it", the moment the app has the message (its ack, a keepalive or a bridge retry may be in
+flight), and "handled", once two readings 200 ms apart agree (nothing in flight).
 
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
@@ -68,15 +70,20 @@ class Board:
 # The wire stage imports what pubmote_node.node loads (lp loads on a board's first Nack, sp's
 # SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
 # is an app like the bench's
+# Each wire module is imported on its own (in dependency order) for the per-module rows.
+WIRE = ("errors", "compat", "tlv", "namewire", "rand", "signature", "interest", "data",
+        "notify", "name", "cbor", "framing", "subfilter")
 PROBE = b"""import gc
 gc.collect()
 print("BENCH heap.boot %d" % gc.mem_alloc())
 import asyncio
 gc.collect()
 print("BENCH heap.asyncio %d" % gc.mem_alloc())
-from pubmote_wire import cbor, framing, interest, data, notify, name, tlv, subfilter
-gc.collect()
-print("BENCH heap.wire %d" % gc.mem_alloc())
+for m in WIRE:
+    __import__("pubmote_wire." + m)
+    gc.collect()
+    print("BENCH heap.wire.%s %d" % (m, gc.mem_alloc()))
+del m
 from pubmote_node.node import Node
 gc.collect()
 print("BENCH heap.imports %d" % gc.mem_alloc())
@@ -84,7 +91,7 @@ node = Node({"name": "pico1", "link": "uart", "uart": 0, "tx": 0, "rx": 1, "baud
 gc.collect()
 print("BENCH heap.node_only %d" % gc.mem_alloc())
 print("PROBE" + "-DONE")
-"""
+""".replace(b"WIRE", repr(WIRE).encode())
 
 
 def probe() -> dict[str, int]:
@@ -162,19 +169,29 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
           "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
     print("  (the probe: Node() alone, as with a frozen app, importing only what the node "
           "loads; the bench app's figures include its own code, compiled into RAM from /lib)")
-    rows = (("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio"),
-            ("pubmote_wire imported (probe)", "heap.wire"),
-            ("pubmote imported (probe)", "heap.imports"),
-            ("after Node() (probe)", "heap.node_only"),
-            ("bench app: after Node()", "heap.after_node"), ("link up, registered", "heap.connected"),
-            ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
-            ("after 500 received", "heap.recv_half"), ("after 1,000 received", "heap.after_recv"))
+    rows = [("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio")]
+    rows += [("  + pubmote_wire.%s" % m, "heap.wire." + m) for m in WIRE]
+    rows += [("pubmote_node.node imported (probe)", "heap.imports"),
+             ("after Node() (probe)", "heap.node_only"),
+             ("bench app: after Node()", "heap.after_node"),
+             ("link up, registered", "heap.connected"),
+             ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
+             ("500 received, handling it", "heap.recv_half_busy"),
+             ("500 received, handled", "heap.recv_half"),
+             ("1,000 received, handling it", "heap.after_recv_busy"),
+             ("1,000 received, handled", "heap.after_recv")]
+    last = 0
     for label, key in rows:
-        print("    %-24s %8s B" % (label, r.get(key, "?")))
+        v = r.get(key)
+        step = "(%+d)" % (v - last) if v is not None and last else ""
+        print("    %-36s %8s B %9s" % (label, "?" if v is None else v, step))
+        if v is not None:
+            last = v
     if "heap.after_recv" in r:
-        print("    growth, last 500 published: %+d B; last 500 received: %+d B"
-              % (r["heap.after_pub"] - r["heap.pub_half"],
-                 r["heap.after_recv"] - r["heap.recv_half"]))
+        print("    growth, last 500 published: %+d B; last 500 received: %+d B (handled), "
+              "%+d B (handling)" % (r["heap.after_pub"] - r["heap.pub_half"],
+                                    r["heap.after_recv"] - r["heap.recv_half"],
+                                    r["heap.after_recv_busy"] - r["heap.recv_half_busy"]))
     msgs = r.get("pub.acked", 0)
     pub_ms = r.get("pub.ms", 0)
     if msgs and pub_ms:

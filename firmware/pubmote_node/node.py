@@ -1,13 +1,11 @@
 # The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
 # prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
 import asyncio
-import binascii
 
 from pubmote_wire import cbor, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
-from pubmote_wire.signature import DigestSigner
 from pubmote_wire.subfilter import SubFilter
 
 try:
@@ -24,11 +22,20 @@ except ImportError:  # CPython, for host-side tests of the node
 
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
 _SEEN_MAX = const(32)  # messages remembered against duplicate notifies
+_NONCE_KEPT = const(8)  # nonce bytes a dedupe slot holds (a longer nonce: its digest's)
+_SLOT = const(10)  # a dedupe slot: publisher index (0xFF: empty), nonce length, the bytes
+# one outstanding Interest of ours, keyed by its full name: [Event, Data, its packet] (a
+# list, not a class: a class object costs the board's heap more than its records do)
+_EV = const(0)
+_DATA = const(1)
+_PKT = const(2)
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
-REGISTER = name.from_uri("/pubmote/ctl/register")
-HELLO = name.from_uri("/pubmote/ctl/hello")
-_MSG = name.generic(b"msg")
-_SIGNER = DigestSigner()
+# Names as bytes literals, which frozen code keeps in flash (built at import, they would be
+# heap): /pubmote/ctl/register, /pubmote/ctl/hello, and the component msg
+REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
+HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"
+_MSG = b"\x08\x03msg"
+_SIGNER = notify.DIGEST  # the codec's one DigestSigner
 # directed messages (seed 003) travel as topics /pubmote/to/<address>; the bridge routes them
 _TO = b"/pubmote/to/"
 
@@ -43,22 +50,6 @@ class Message:
 
     def __repr__(self):
         return "<Message %s %d B>" % (self.topic, len(self.payload))
-
-
-class Directed:
-    """A received directed message (seed 003): address (str, e.g. "/gw1/sim1", "/*/*"),
-    originator (str, "/orch/node" or "/orch"), topic (str), payload (bytes), ts_ms."""
-
-    def __init__(self, address, originator, topic, payload, ts_ms):
-        self.address = address
-        self.originator = originator
-        self.topic = topic
-        self.payload = payload
-        self.ts_ms = ts_ms
-
-    def __repr__(self):
-        return "<Directed %s from %s %s %d B>" % (self.address, self.originator, self.topic,
-                                                  len(self.payload))
 
 
 class Subscription:
@@ -108,15 +99,6 @@ def _as_bytes(s):
     return s.encode() if isinstance(s, str) else bytes(s)
 
 
-class _Pending:
-    # one outstanding Interest of ours, keyed by its full name
-    def __init__(self):
-        self.ev = asyncio.Event()
-        self.data = None
-        self.pkt = None
-        self.nacked = False
-
-
 class Node:
     """A board's pubmote endpoint.
 
@@ -130,7 +112,6 @@ class Node:
         self.name = config["name"]
         self.config = config
         self.prefix = name.from_uri(config.get("prefix", "/pubmote/node/" + self.name))
-        self._link_cfg = config
         self._link = link
         # WiFi (tcp/udp links with an ssid): joined before the link opens, rejoined when
         # lost; wifi.py is imported only then, network.WLAN only on a board
@@ -149,33 +130,40 @@ class Node:
         self.inline = config.get("inline", True)
         # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
         key = config.get("key")
-        self._key = binascii.unhexlify(key) if key else None
+        self._key = None
         self._signer = _SIGNER
-        if self._key:
+        if key:
+            from binascii import unhexlify
+
             from pubmote_wire.hmac256 import HmacSigner  # only a board with a key loads HMAC
+
+            self._key = unhexlify(key)
 
             self._signer = HmacSigner(self._key)
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
         self._tx = bytearray(MAX_PACKET)
-        self._txv = memoryview(self._tx)
         # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
         # frame. UDP (one frame per datagram) and a link given here get the whole frame
         whole = link is not None or config.get("link") == "udp"
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        self._framev = memoryview(self._frame)
         self._rx = bytearray(256)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
-        self._lock = asyncio.Lock()
-        self._pending = {}  # full Interest name -> _Pending
+        # one frame at a time on the link (frames go in parts): an Event set while the link
+        # is free, not an asyncio.Lock, whose module would cost the board ~370 B of heap
+        self._free = asyncio.Event()
+        self._free.set()
+        self._pending = {}  # full Interest name -> [Event, Data, packet]
         self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
         self._soft_bytes = 0
         # (publisher, NotifyNonce) of the last 32 messages delivered to us (duplicate
-        # notifies), as parallel lists: no tuple per entry, one copy of each publisher
-        self._seen_pub = []
-        self._seen_nonce = []
-        self._last_pub = None  # a publisher's name (TLV) and its URI, for Message.publisher
-        self._last_pub_uri = None
+        # notifies): a ring of fixed slots in one bytearray (a nonce's length, then its
+        # bytes), each slot naming its publisher by an index into _seen_pubs, which holds
+        # one copy of each publisher a slot still names. No object per message.
+        self._seen = bytearray(b"\xff" * (_SEEN_MAX * _SLOT))
+        self._seen_pubs = []
+        self._seen_at = 0  # the slot the next message takes
+        self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._subs = []
         self._inbox = None  # directed messages, once the app asks for them (directed())
         self._served = []  # (name prefix, handler): named data this board answers
@@ -215,7 +203,7 @@ class Node:
         if len(self._soft) >= self.max_soft or self._soft_bytes + n > self.max_soft_bytes:
             self.counters["soft_full"] += 1
             return False
-        data = bytes(self._txv[0:n])
+        data = bytes(memoryview(self._tx)[0:n])
         self._soft[nonce] = data
         self._soft_bytes += n
         self.counters["published"] += 1
@@ -251,20 +239,11 @@ class Node:
         "/*/*" (everything). A board the address matches gets its own copy here (nothing
         comes back from the bridge). True once the bridge has acked it (or nothing had to
         leave the board), False when publishing failed."""
+        from .directed import own_copy
+
         payload = _as_bytes(payload)
-        parts = address[1:].split("/") if address[:1] == "/" else []
-        if not (1 <= len(parts) <= 2) or "" in parts or "|" in address:
-            raise ValueError("address must be /orch, /orch/node, /orch/*, /* or /*/*")
-        orch = parts[0]
-        node = parts[1] if len(parts) == 2 else None
-        mine = self.orch()
-        me = orch == "*" or orch == mine
-        if me and (node == "*" or node == self.name):
-            if self._inbox is not None:
-                origin = "/%s/%s" % (mine or "?", self.name)
-                self._inbox._offer(Directed(address, origin, topic, payload, self._now_ms()))
-            if orch == mine and node == self.name:
-                return True  # for this board only: it never leaves
+        if own_copy(self, address, topic, payload):
+            return True  # for this board only: it never leaves
         return await self.publish("/pubmote/to" + address, _as_bytes(topic) + b"|" + payload)
 
     def orch(self):
@@ -321,7 +300,7 @@ class Node:
                 # virtual board's) needs none of the board-only idioms in links
                 from . import links
 
-                link = links.from_config(self._link_cfg)
+                link = links.from_config(self.config)
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
@@ -366,11 +345,7 @@ class Node:
                 if missed >= 6:
                     raise OSError("bridge not answering")
             self._filters_dirty.clear()
-            wait_ms = self.keepalive_ms if self.connected else 500
-            try:
-                await asyncio.wait_for(self._filters_dirty.wait(), wait_ms / 1000)
-            except asyncio.TimeoutError:
-                pass
+            await _wait(self._filters_dirty, self.keepalive_ms if self.connected else 500)
 
     async def _register(self):
         params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
@@ -387,13 +362,13 @@ class Node:
             return False
         self.counters["registrations"] += 1
         try:
-            info = cbor.loads(p.data.content)
+            info = cbor.loads(p[_DATA].content)
             self.gateway = info.get("gateway")
             gw_ms = info.get("time_ms")
             if gw_ms and self._key:
                 from pubmote_wire.data import verify_data
 
-                if verify_data(p.data, p.pkt, self._key):
+                if verify_data(p[_DATA], p[_PKT], self._key):
                     self._clock_offset_ms = gw_ms - _local_ms()
         except (DecodeError, AttributeError, TypeError):
             pass
@@ -413,7 +388,7 @@ class Node:
 
     def _fail_pending(self):
         for p in self._pending.values():
-            p.ev.set()
+            p[_EV].set()
         self._pending = {}
 
     # ---- packets ----------------------------------------------------------------------
@@ -421,35 +396,37 @@ class Node:
     async def _send(self, pkt):
         if not self._up:
             raise OSError("link down")
-        async with self._lock:
+        while not self._free.is_set():
+            await self._free.wait()
+        self._free.clear()
+        try:
             crc = framing.crc16(pkt)
             pos = 0
             while pos >= 0:  # one part when the frame fits the buffer
                 n, pos = framing.encode_frame_part(self._frame, pkt, crc, pos)
-                await self._link.write(self._framev[0:n])
+                await self._link.write(memoryview(self._frame)[0:n])
             self.counters["sent_frames"] += 1
+        finally:
+            self._free.set()
 
     async def _express(self, n, keep=False):
         """Send the Interest in self._tx[0:n]; wait for its Data (None on timeout/Nack);
         with keep, return the pending record (Data and its packet) instead.
 
         The packet is copied before the first await: other tasks encode into self._tx."""
-        pkt = bytes(self._txv[0:n])
+        pkt = bytes(memoryview(self._tx)[0:n])
         full = _interest_name(pkt, n)
         if full in self._pending or len(self._pending) >= 16:
             self.counters["pending_full"] += 1
             return None
-        p = _Pending()
+        p = [asyncio.Event(), None, None]
         self._pending[full] = p
         try:
             await self._send(pkt)
-            try:
-                await asyncio.wait_for(p.ev.wait(), self.timeout_ms / 1000)
-            except asyncio.TimeoutError:
+            await _wait(p[_EV], self.timeout_ms)
+            if p[_DATA] is None:  # timed out, or Nacked
                 return None
-            if p.data is None:
-                return None
-            return p if keep else p.data
+            return p if keep else p[_DATA]
         except OSError:
             return None
         finally:
@@ -479,9 +456,9 @@ class Node:
             d = _decode_data(pkt)
             p = self._pending.get(bytes(d.name))
             if p is not None:
-                p.data = d
-                p.pkt = pkt
-                p.ev.set()
+                p[_DATA] = d
+                p[_PKT] = pkt
+                p[_EV].set()
         elif typ == 0x05:
             self._on_interest(pkt)
         elif typ == 0x64:
@@ -494,7 +471,7 @@ class Node:
                 i = interest.decode_interest(pk.fragment)
                 p = self._pending.get(bytes(i.name))
                 if p is not None:
-                    p.ev.set()
+                    p[_EV].set()
             elif pk.fragment is not None:
                 self._on_packet(bytes(pk.fragment))
         else:
@@ -555,7 +532,9 @@ class Node:
         payload = bytes(data.content) if data.content is not None else b""
         self.counters["received"] += 1
         if topic_uri[: len(_TO)] == _TO:
-            self._on_directed(payload)
+            from .directed import deliver
+
+            deliver(self, payload)
             await self._ack(notify_name)
             return
         msg = None
@@ -571,41 +550,48 @@ class Node:
 
     def _publisher_uri(self, publisher):
         # the last publisher's URI, made once: its queued messages share one copy
-        if publisher != self._last_pub:
-            self._last_pub_uri = name.to_uri(publisher).encode()
-            self._last_pub = publisher
-        return self._last_pub_uri
+        if publisher != self._last_pub[0]:
+            self._last_pub = (publisher, name.to_uri(publisher).encode())
+        return self._last_pub[1]
 
     def _was_seen(self, publisher, nonce):
-        pubs = self._seen_pub
-        nonces = self._seen_nonce
-        for k in range(len(nonces)):
-            if nonces[k] == nonce and pubs[k] == publisher:
+        k = _index(self._seen_pubs, publisher)
+        if k < 0:
+            return False
+        key = _nonce_key(nonce)
+        seen = self._seen
+        n = len(key)
+        for p in range(0, _SEEN_MAX * _SLOT, _SLOT):
+            if seen[p] != k or seen[p + 1] != len(nonce) & 0xFF:
+                continue
+            i = 0
+            while i < n and seen[p + 2 + i] == key[i]:
+                i += 1
+            if i == n:
                 return True
         return False
 
     def _remember(self, publisher, nonce):
-        for p in self._seen_pub:
-            if p == publisher:
-                publisher = p  # keep the copy already held
-                break
-        self._seen_pub.append(publisher)
-        self._seen_nonce.append(nonce)
-        if len(self._seen_nonce) > _SEEN_MAX:
-            self._seen_pub.pop(0)
-            self._seen_nonce.pop(0)
-
-    def _on_directed(self, payload):
-        try:
-            m = cbor.loads(payload)
-            msg = Directed(m["a"], m["o"], m["t"], m["p"], m.get("ts", 0))
-        except (DecodeError, KeyError, TypeError, ValueError):
-            self.counters["bad_packets"] += 1
-            return
-        if self._inbox is None:
-            self.counters["filtered"] += 1  # the app never asked for directed messages
-        else:
-            self._inbox._offer(msg)
+        at = self._seen_at
+        self._seen_at = (at + 1) % _SEEN_MAX
+        seen = self._seen
+        p = at * _SLOT
+        seen[p] = 0xFF  # the oldest slot is taken over: it no longer names its publisher
+        pubs = self._seen_pubs
+        k = _index(pubs, publisher)
+        if k < 0:
+            # the first index no slot names (a forgotten publisher's), else a new one
+            k = 0
+            while k < len(pubs) and _names(seen, k):
+                k += 1
+            if k == len(pubs):
+                pubs.append(publisher)
+            else:
+                pubs[k] = publisher
+        key = _nonce_key(nonce)
+        seen[p] = k
+        seen[p + 1] = len(nonce) & 0xFF
+        seen[p + 2 : p + 2 + len(key)] = key
 
     async def _ack(self, notify_name):
         buf = bytearray(len(notify_name) + 96)
@@ -634,6 +620,47 @@ def _log_exception(e):
         import traceback
 
         traceback.print_exception(e)
+
+
+def _index(items, x):
+    for k in range(len(items)):
+        if items[k] == x:
+            return k
+    return -1
+
+
+def _names(seen, k):
+    # True if a dedupe slot names publisher index k
+    for p in range(0, _SEEN_MAX * _SLOT, _SLOT):
+        if seen[p] == k:
+            return True
+    return False
+
+
+async def _wait(ev, ms):
+    # wait for ev, at most ms: a timer task sets it (asyncio.wait_for would load funcs.py,
+    # ~0.4 kB of the board's heap, and make a task and a closure per wait besides)
+    timer = asyncio.create_task(_set_after(ev, ms))
+    try:
+        await ev.wait()
+    finally:
+        timer.cancel()
+
+
+async def _set_after(ev, ms):
+    await asyncio.sleep(ms / 1000)
+    ev.set()
+
+
+def _nonce_key(nonce):
+    # what a dedupe slot keeps of a nonce: the nonce itself up to 8 bytes (every NotifyNonce
+    # in use: ndn-python-repo's is an 8-byte-at-most integer, the bridge's 4 bytes), else the
+    # first 8 bytes of its SHA-256 (with its length: a false match needs a 2**-64 collision)
+    if len(nonce) <= _NONCE_KEPT:
+        return nonce
+    from pubmote_wire.compat import sha256
+
+    return sha256(nonce).digest()[:_NONCE_KEPT]
 
 
 def _nonce32():

@@ -179,10 +179,11 @@ class FrameDecoder:
         self._buf = bytearray(max_frame + 2)
         self._mv = memoryview(self._buf)
         self._blockwise = _BLOCKWISE and not bytewise
-        self._pend = bytearray()  # blockwise: the encoded bytes of the frame so far
-        self._pend_raw = 0
-        self._pend_skip = False  # blockwise: oversize already, counted
-        self._raw_cap = (max_frame + 2) + (max_frame + 2) // 254 + 2
+        if self._blockwise:  # only there: each attribute costs a board's heap
+            self._pend = bytearray()  # the encoded bytes of the frame so far
+            self._pend_raw = 0
+            self._pend_skip = False  # oversize already, counted
+            self._raw_cap = (max_frame + 2) + (max_frame + 2) // 254 + 2
         self.frames_ok = 0
         self.frames_bad_crc = 0
         self.frames_bad_cobs = 0

@@ -24,6 +24,7 @@ _APP_PARAMS = const(0x24)
 _RANK = bytearray(0x2F)
 for _k, _t in enumerate(b"\x07\x21\x12\x1e\x0a\x0c\x22\x24\x2c\x2e"):
     _RANK[_t] = _k + 1
+del _k, _t  # module globals are heap on a board
 
 
 def _strip_digest(name):
