@@ -4,7 +4,7 @@ per-topic and per-node windows. With a watermark it is a valid streaming aggrega
 
 from __future__ import annotations
 
-import pyarrow as pa  # at run time: Spark reads the Arrow UDF's type hints
+import pyarrow as pa  # type: ignore[import-untyped]  # Spark reads the UDF type hints
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -32,7 +32,7 @@ def reading_column(payload: Column, reading_key: str | None = None) -> Column:
 
         return pa.array(readings_of(payloads.to_pylist(), reading_key), type=pa.float64())
 
-    return F.arrow_udf(decode, "double")(payload)  # type: ignore[no-any-return]
+    return F.arrow_udf(decode, "double")(payload)  # type: ignore[attr-defined, no-any-return]
 
 
 def enrich(df: DataFrame, reading_key: str | None = None) -> DataFrame:
