@@ -2,8 +2,8 @@
 text), as one float. Plain Python with no Spark import: Spark ships this module to its
 Python workers, which call `readings_of` on a whole Arrow batch of payloads at a time.
 
-CBOR is decoded by cbor2's C decoder (4x faster per payload than the pure-Python
-pubmote_wire subset the boards speak, measured in bench/pipeline), held to the same
+CBOR is decoded by cbor2's C decoder (2.5x faster per payload than the pure-Python
+pubmote_wire subset the boards speak, bench/pipeline/PROFILE.md), held to the same
 rules where it matters for a reading: one item filling the whole payload (so b"21.5"
 stays the text number it is, not CBOR -19 followed by junk)."""
 

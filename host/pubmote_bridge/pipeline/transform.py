@@ -25,8 +25,8 @@ def usable() -> Column:
 
 def reading_column(payload: Column, reading_key: str | None = None) -> Column:
     """The decoded reading of `payload` (hex CBOR), by an Arrow UDF: Spark hands Python a
-    column batch at a time (10,000 rows), not a pickled row at a time; the per-row UDF
-    this replaces was 40% of a batch run (bench/pipeline/PROFILE.md)."""
+    column batch at a time (10,000 rows), not a pickled row at a time as the per-row
+    UDF it replaces did (bench/pipeline/PROFILE.md)."""
     def decode(payloads: pa.Array) -> pa.Array:
         from pubmote_bridge.pipeline.readings import readings_of
 
