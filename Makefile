@@ -97,7 +97,8 @@ test-stress: setup
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
 ## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap (and
 ## heap and UART rate on the emulated Pico against the line's limit); NDN face; mesh
-## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB)
+## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB
+## at 1M and 10M journal rows, and the --follow job's lag)
 bench: setup firmware
 	$(PY) bench/codec/run.py
 	$(PY) bench/bridge/run.py
@@ -110,6 +111,7 @@ bench: setup firmware
 	$(PY) bench/gossip/run.py
 	$(PY) bench/dht/run.py
 	$(PY) bench/pipeline/run.py
+	$(PY) bench/pipeline/stream_lag.py
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
 ## make run PIPELINE=1: the same, journaled into build/run/journal, which the streaming

@@ -5,7 +5,7 @@ process; we report wall time, rows/s and the peak resident memory of its whole p
 tree (for Spark: the Python driver, the JVM and its Python workers), as ratios. Spark's
 figure includes starting its JVM, which a long-running --follow job pays once.
 
-    python bench/pipeline/run.py [--rows 1000000]
+    python bench/pipeline/run.py [--rows 1000000 10000000]
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,8 +83,8 @@ print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": w, "health"
 """
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of pid and all its descendants (from /proc)."""
+def _tree(pid: int) -> list[int]:
+    """pid and all its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -93,17 +94,38 @@ def tree_rss(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(d.name))
-    total, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo.extend(children.get(p, []))
+    return out
+
+
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def sample_tree(pid: int, cpu_s: dict[int, float]) -> tuple[int, int]:
+    """(RSS, PSS) bytes of pid's whole process tree, and each process's CPU seconds so far
+    into cpu_s. RSS counts a page once per process that maps it (Spark's forked Python
+    workers share most of theirs), PSS splits shared pages between their processes: the
+    tree's real footprint."""
+    rss = pss = 0
+    for p in _tree(pid):
         try:
-            for line in Path("/proc/%d/status" % p).read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+            fields = Path("/proc/%d/stat" % p).read_text().rsplit(")", 1)[1].split()
+            cpu_s[p] = (int(fields[11]) + int(fields[12])) * TICK_S  # utime + stime
+        except (OSError, IndexError, ValueError):
+            pass
+        try:
+            for line in Path("/proc/%d/smaps_rollup" % p).read_text().splitlines():
+                if line.startswith("Rss:"):
+                    rss += int(line.split()[1]) * 1024
+                elif line.startswith("Pss:"):
+                    pss += int(line.split()[1]) * 1024
         except OSError:
             pass
-    return total
+    return rss, pss
 
 
 def run_engine(code: str, journal: Path, out: Path) -> dict[str, float]:
@@ -111,24 +133,31 @@ def run_engine(code: str, journal: Path, out: Path) -> dict[str, float]:
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-c", code, str(journal), str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while p.poll() is None:
-        peak = max(peak, tree_rss(p.pid))
+    peak_rss = peak_pss = 0
+    cpu_s: dict[int, float] = {}  # the last sample of each process: short-lived ones, and
+    while p.poll() is None:       # the last 0.1 s of each, are missed (a slight undercount)
+        rss, pss = sample_tree(p.pid, cpu_s)
+        peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.1)
     wall = time.monotonic() - t0
     stdout, stderr = p.communicate()
     if p.returncode != 0:
         raise SystemExit("engine failed:\n" + stderr[-3000:])
     res: dict[str, float] = json.loads(stdout.strip().splitlines()[-1])
-    res.update(wall_s=wall, peak_rss=peak)
+    res.update(wall_s=wall, peak_rss=peak_rss, peak_pss=peak_pss, cpu_s=sum(cpu_s.values()))
     return res
 
 
+PER_FILE = 100_000
+
+
 def make_journal(d: Path, rows: int) -> None:
+    """The synthetic journal of `rows` records (20 boards, 2 subscribers, seed 42) in d,
+    PER_FILE records a file; kept between runs (build/ is a cache)."""
     from pubmote_bridge.pipeline.synth import records, write_journal
 
     stamp = d / ".rows"
-    if stamp.exists() and stamp.read_text() == str(rows):
+    if stamp.exists() and int(stamp.read_text()) >= rows:
         return
     for f in d.glob("journal-*.jsonl"):
         f.unlink()
@@ -142,36 +171,59 @@ def make_journal(d: Path, rows: int) -> None:
             n += 1
             yield r
 
-    write_journal(d, limited(), per_file=100_000)
+    write_journal(d, limited(), per_file=PER_FILE)
     stamp.write_text(str(rows))
+
+
+def journal_of(rows: int, full: Path) -> Path:
+    """A folder with the first rows/PER_FILE files of the full journal (hard links): the
+    synthesiser's stream is the same for any length, so these are the smaller journal."""
+    d = full.parent / ("rows-%d" % rows)
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir()
+    for f in sorted(full.glob("journal-*.jsonl"))[:-(-rows // PER_FILE)]:
+        os.link(f, d / f.name)
+    return d
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
+                    help="journal sizes to run (default: 1M and 10M rows)")
     args = ap.parse_args()
-    journal = ROOT / "build" / "bench" / "pipeline" / "journal"
-    print("pipeline bench: %d journal rows (synthetic, bridge format) in %s" % (args.rows,
-                                                                               journal))
-    make_journal(journal, args.rows)
-    mb = sum(f.stat().st_size for f in journal.glob("journal-*.jsonl")) / 1e6
-    with tempfile.TemporaryDirectory(prefix="pubmote-bench-") as tmp:
-        res = {"Spark local[*]": run_engine(SPARK_JOB, journal, Path(tmp) / "spark"),
-               "DuckDB": run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb")}
-    s, d = res["Spark local[*]"], res["DuckDB"]
-    if (s["windows"], s["health"]) != (d["windows"], d["health"]):
-        raise SystemExit("the engines disagree on the table sizes: %r" % res)
-    print("%.0f MB of JSON lines, %d window rows, %d health rows, %d cores"
-          % (mb, s["windows"], s["health"], os.cpu_count() or 0))
-    print("| engine | wall s | of which startup s | rows/s | peak RSS MB |")
-    print("|---|---|---|---|---|")
-    for name, r in res.items():
-        print("| %s | %.1f | %.1f | %s | %.0f |" % (name, r["wall_s"], r["startup_s"],
-                                                  format(int(args.rows / r["wall_s"]), ","),
-                                                  r["peak_rss"] / 1e6))
-    print("Spark / DuckDB: %.2fx the rows/s (job only, without startup: %.2fx), %.2fx the "
-          "peak memory" % (d["wall_s"] / s["wall_s"], d["job_s"] / s["job_s"],
-                           s["peak_rss"] / d["peak_rss"]))
+    full = ROOT / "build" / "bench" / "pipeline" / "journal"
+    print("pipeline bench: synthetic journals (bridge format) of %s rows in %s"
+          % (" and ".join(format(r, ",") for r in args.rows), full.parent))
+    make_journal(full, max(args.rows))
+    print("| rows | MB | engine | wall s | of which startup s | CPU s | rows/s "
+          "| peak RSS MB | peak PSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    summary = []
+    for rows in sorted(args.rows):
+        journal = journal_of(rows, full)
+        mb = sum(f.stat().st_size for f in journal.glob("journal-*.jsonl")) / 1e6
+        with tempfile.TemporaryDirectory(prefix="pubmote-bench-") as tmp:
+            res = {"Spark local[*]": run_engine(SPARK_JOB, journal, Path(tmp) / "spark"),
+                   "DuckDB": run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb")}
+        s, d = res["Spark local[*]"], res["DuckDB"]
+        if (s["windows"], s["health"]) != (d["windows"], d["health"]):
+            raise SystemExit("the engines disagree on the table sizes: %r" % res)
+        for name, r in res.items():
+            print("| %s | %.0f | %s | %.1f | %.1f | %.1f | %s | %.0f | %.0f |" % (
+                format(rows, ","), mb, name, r["wall_s"], r["startup_s"], r["cpu_s"],
+                format(int(rows / r["wall_s"]), ","), r["peak_rss"] / 1e6,
+                r["peak_pss"] / 1e6))
+        summary.append("%s rows (%d window rows, %d health rows): Spark / DuckDB %.2fx the "
+                       "rows/s (job only, without startup: %.2fx), %.2fx the CPU time, "
+                       "%.2fx the peak RSS" % (
+                           format(rows, ","), s["windows"], s["health"],
+                           d["wall_s"] / s["wall_s"], d["job_s"] / s["job_s"],
+                           s["cpu_s"] / d["cpu_s"], s["peak_rss"] / d["peak_rss"]))
+        shutil.rmtree(journal)
+    print("%d cores; load average at the end %.1f" % (os.cpu_count() or 0, os.getloadavg()[0]))
+    for line in summary:
+        print(line)
     return 0
 
 

@@ -81,7 +81,7 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
     page = run_batch(spark, tmp_path / "j", tmp_path / "out", report=tmp_path / "rep",
                      **OPTS)["report"]
     text = page.read_text()
-    for png in ("rate.png", "readings.png", "latency.png", "health.png"):
+    for png in ("rate.png", "readings.png", "board_readings.png", "latency.png", "health.png"):
         assert ('src="%s"' % png) in text
         data = (tmp_path / "rep" / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
@@ -93,6 +93,37 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
             b, b, reading_of(last["payload"]))
         assert row in text
     assert "sp:127.0.0.1:40001" in text  # the health table names the subscribers too
+
+
+def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-board reading series equals the mean of the boards' readings per time
+    bucket; with more windows than MAX_POINTS, whole windows are merged into buckets."""
+    from pubmote_bridge.pipeline import report
+    from pubmote_bridge.pipeline.readings import reading_of
+
+    recs = list(records(480, boards=2, subscribers=1, seed=9))  # 4 minutes of 2 boards
+    write_journal(tmp_path / "j", iter(recs))
+    run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    windows = spark.read.parquet(str(tmp_path / "out" / "windows"))
+    t0 = min(int(r["t_bridge"]) // 60_000 * 60_000 for r in recs if r.get("topic"))
+    for points in (240, 2):
+        monkeypatch.setattr(report, "MAX_POINTS", points)
+        _, _, boards = report._time_series(windows)
+        bucket_ms = 60_000 if points == 240 else 120_000  # 5 windows into at most 2 buckets
+        want: dict[str, dict[int, list[float]]] = {}
+        for r in recs:
+            x = reading_of(r.get("payload")) if r["outcome"] == "relayed" else None
+            if x is not None:
+                b = t0 + (int(r["t_bridge"]) - t0) // bucket_ms * bucket_ms
+                want.setdefault(r["origin"], {}).setdefault(b, []).append(x)
+        assert sorted(boards) == sorted(want) == ["board1", "board2"]
+        for board, pts in boards.items():
+            got = {int(t.timestamp() * 1000): v for t, v in pts}
+            assert set(got) == set(want[board])
+            assert len(got) <= points
+            for b, xs in want[board].items():
+                assert abs(got[b] - sum(xs) / len(xs)) < 1e-9, (board, b)
 
 
 @pytest.mark.timeout(600)  # a JVM of its own, on 2 cores that other tests keep busy

@@ -1,6 +1,7 @@
 """`pubmote pipeline --report OUT`: an HTML page (OUT/index.html) with matplotlib PNGs beside
 it: message rate per topic over time, the latency distribution, per-node health (drops,
-losses, reconnects), readings over time and the last reading of every topic. Everything
+losses, reconnects), readings over time per topic and per board, and the last reading of
+every topic. Everything
 is aggregated in Spark first, so the page costs the same for a day of journal as for a
 minute; only the aggregates come back to the driver."""
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 TOP_TOPICS = 8  # lines per plot; the rest are summed as "other topics"
+MAX_POINTS = 240  # time buckets per line (windows are merged beyond that)
 BINS_PER_DECADE = 20
 
 
@@ -36,44 +38,26 @@ def _save(fig: Any, path: Path) -> str:
     return path.name
 
 
-def _per_topic_series(rows: list[Any], value: str) -> dict[str, list[tuple[Any, float]]]:
-    volume: dict[str, int] = {}
+def _series(rows: list[Any]) -> dict[str, list[tuple[Any, float]]]:
+    """(t, key, value) rows as one sorted point list per key."""
+    series: dict[str, list[tuple[Any, float]]] = {}
     for r in rows:
-        volume[r["topic"]] = volume.get(r["topic"], 0) + int(r["messages"])
-    top = set(sorted(volume, key=lambda t: -volume[t])[:TOP_TOPICS])
-    series: dict[str, dict[Any, float]] = {}
-    for r in rows:
-        if r[value] is None:
-            continue
-        key = r["topic"] if r["topic"] in top else "other topics"
-        s = series.setdefault(key, {})
-        s[r["window_start"]] = s.get(r["window_start"], 0.0) + float(r[value])
-    return {k: sorted(v.items()) for k, v in series.items()}
+        if r["value"] is not None:
+            series.setdefault(r["key"], []).append((r["t"], float(r["value"])))
+    return {k: sorted(v) for k, v in sorted(series.items())}
 
 
-def _rate_plot(rows: list[Any], out: Path) -> str:
+def _line_plot(series: dict[str, list[tuple[Any, float]]], out: Path, name: str, *,
+               title: str, ylabel: str) -> str:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9, 4))
-    for topic, pts in _per_topic_series(rows, "rate").items():
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=topic)
-    ax.set_ylabel("messages / s")
-    ax.set_title("Message rate per topic")
+    for key, pts in series.items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=key)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=7, loc="best")
     fig.autofmt_xdate()
-    return _save(fig, out / "rate.png")
-
-
-def _reading_plot(rows: list[Any], out: Path) -> str:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for topic, pts in _per_topic_series(rows, "reading_avg").items():
-        if topic != "other topics":
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=topic)
-    ax.set_ylabel("average reading per window")
-    ax.set_title("Readings over time")
-    ax.legend(fontsize=7, loc="best")
-    fig.autofmt_xdate()
-    return _save(fig, out / "readings.png")
+    return _save(fig, out / name)
 
 
 def _latency_plot(hist: list[tuple[float, int]], out: Path) -> str:
@@ -120,6 +104,40 @@ def _fmt(x: Any, nd: int = 2) -> str:
     return str(x)
 
 
+def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]], ...]:
+    """The plots' lines from the windows table, aggregated in Spark to at most MAX_POINTS
+    time buckets (whole windows each) and TOP_TOPICS lines: message rate per topic (the
+    rest summed as "other topics"), average reading per topic and per board. What comes
+    back to the driver is plot-sized whatever the journal's length."""
+    from pyspark.sql import functions as F
+
+    start, end = F.col("window_start").cast("long"), F.col("window_end").cast("long")
+    span = windows.agg(F.min(start).alias("lo"), F.max(end).alias("hi"),
+                       F.min(end - start).alias("w")).first()
+    if span is None or span["lo"] is None:
+        return {}, {}, {}
+    lo, w = int(span["lo"]), max(1, int(span["w"]))
+    bucket_s = w * max(1, -(-(int(span["hi"]) - lo) // (w * MAX_POINTS)))
+    t = F.timestamp_seconds(F.floor((start - lo) / bucket_s) * bucket_s + lo).alias("t")
+
+    def top(key: str) -> list[str]:
+        return [r[key] for r in windows.groupBy(key).agg(F.sum("messages").alias("n"))
+                .orderBy(F.desc("n"), key).limit(TOP_TOPICS).collect()]
+
+    topics, boards = top("topic"), top("origin")
+    rate_key = F.when(F.col("topic").isin(topics), F.col("topic")).otherwise("other topics")
+    rates = (windows.groupBy(t, rate_key.alias("key"))
+             .agg((F.sum("messages") / bucket_s).alias("value")).collect())
+    weighted = (F.sum(F.col("reading_avg") * F.col("readings")) / F.sum("readings"))
+
+    def readings(key: str, keep: list[str]) -> list[Any]:
+        return (windows.where(F.col(key).isin(keep) & (F.col("readings") > 0))
+                .groupBy(t, F.col(key).alias("key")).agg(weighted.alias("value")).collect())
+
+    return (_series(rates), _series(readings("topic", topics)),
+            _series(readings("origin", boards)))
+
+
 def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str | Path, *,
                  journal: str | Path, window: str, log: Log = print) -> Path:
     """Write OUT/index.html and its PNGs from the batch tables in `tables` and `j`, the
@@ -130,10 +148,7 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
     out.mkdir(parents=True, exist_ok=True)
     windows = spark.read.parquet(str(Path(tables) / "windows"))
     health = spark.read.parquet(str(Path(tables) / "health"))
-    seconds = F.col("window_end").cast("long") - F.col("window_start").cast("long")
-    wrows = (windows.withColumn("rate", F.col("messages") / seconds)
-             .select("window_start", "topic", "messages", "rate", "reading_avg")
-             .orderBy("window_start").collect())
+    rates, topic_readings, board_readings = _time_series(windows)
     hrows = (health.groupBy("node")
              .agg(*[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to",
                                                  "lost", "ups", "reconnects", "downs")])
@@ -150,21 +165,31 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
             .agg(F.max_by("reading", "t_bridge").alias("reading"),
                  F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
             .orderBy("topic").collect())
-    log("report: %d windows, %d nodes, %d topics with readings" % (len(wrows), len(hrows),
-                                                                   len(last)))
+    totals = windows.agg(F.sum("messages").alias("messages"),
+                         F.countDistinct("topic").alias("topics")).first()
+    assert totals is not None
+    log("report: %d points of rate, %d nodes, %d topics with readings"
+        % (sum(len(v) for v in rates.values()), len(hrows), len(last)))
     figs = []
-    if wrows:
-        figs.append(("Message rate per topic", _rate_plot(wrows, out)))
-        if any(r["reading_avg"] is not None for r in wrows):
-            figs.append(("Readings over time", _reading_plot(wrows, out)))
+    if rates:
+        figs.append(("Message rate per topic", _line_plot(
+            rates, out, "rate.png", title="Message rate per topic", ylabel="messages / s")))
+    if topic_readings:
+        figs.append(("Readings over time", _line_plot(
+            topic_readings, out, "readings.png", title="Readings over time (per topic)",
+            ylabel="average reading")))
+    if board_readings:
+        figs.append(("Readings per board", _line_plot(
+            board_readings, out, "board_readings.png",
+            title="Readings per board over time", ylabel="average reading")))
     if hist:
         figs.append(("Latency distribution",
                      _latency_plot([(float(r["b"]), int(r["count"])) for r in hist], out)))
     if hrows:
         figs.append(("Per-node health", _health_plot(hrows, out)))
     p = pct["p"] if pct is not None and pct["p"] else None
-    summary: list[list[Any]] = [["messages", sum(int(r["messages"]) for r in wrows)],
-               ["topics", len({r["topic"] for r in wrows})],
+    summary: list[list[Any]] = [["messages", int(totals["messages"] or 0)],
+               ["topics", int(totals["topics"] or 0)],
                ["deliveries", int(pct["n"]) if pct is not None else 0],
                ["latency p50 / p90 / p99 / max (ms)",
                 " / ".join(_fmt(x) for x in p) if p else "-"],

@@ -34,6 +34,9 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 
+LOCAL_DRIVER_MEMORY = "512m"
+
+
 class PipelineError(Exception):
     """A problem the user can fix (missing Java, bad folder, bad option): one clear line."""
 
@@ -97,6 +100,7 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")
+    conf = dict(conf or {})
     # Python workers run this interpreter (with pyarrow, pubmote_wire) unless the user
     # chose another; on a cluster the executors' own Python is the cluster's business.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -106,20 +110,30 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
     }
+    java_opts = ""
     if local:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update({"spark.driver.host": "127.0.0.1",
                          "spark.driver.bindAddress": "127.0.0.1",
-                         "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2))})
-    if "spark.driver.extraJavaOptions" not in (conf or {}):
+                         "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
+                         # local mode runs the executors in the driver's JVM: its heap is
+                         # the job's. The batch job's cache spills to disk beyond its share
+                         # and aggregations spill too, so a small heap bounds the memory
+                         # (1.3 GB RSS at 1M rows, 1.4 GB at 10M, bench/pipeline) at no
+                         # measurable cost in time; Spark's floor is 450 MB.
+                         "spark.driver.memory": LOCAL_DRIVER_MEMORY})
+        # one collector thread: on a gateway's few cores the parallel ones only contend
+        java_opts = "-XX:+UseSerialGC "
+    if "spark.driver.extraJavaOptions" not in conf:
         level = "info" if verbose else "error"
         # one small file per level, rewritten by each run (the JVM reads it by path)
         props = Path(tempfile.gettempdir()) / ("pubmote-spark-log4j2-%s.properties" % level)
         tmp = props.with_name("%s.%d" % (props.name, os.getpid()))
         tmp.write_text(LOG4J2.format(level=level))
         os.replace(tmp, props)  # atomic: a job starting beside us never reads half a file
-        settings["spark.driver.extraJavaOptions"] = "-Dlog4j2.configurationFile=file:%s" % props
-    settings.update(conf or {})
+        settings["spark.driver.extraJavaOptions"] = (
+            java_opts + "-Dlog4j2.configurationFile=file:%s" % props)
+    settings.update(conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
