@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SPARK_JOB = """
 import json, sys, time
 t0 = time.monotonic()
-from pubmote_bridge.pipeline.session import spark_session
-from pubmote_bridge.pipeline.batch import run_batch
+from pubmote.pipeline.session import spark_session
+from pubmote.pipeline.batch import run_batch
 spark = spark_session("local[*]")
 t1 = time.monotonic()
 stats = run_batch(spark, sys.argv[1], sys.argv[2], window="1 minute", watermark="1 minute",
@@ -41,7 +41,7 @@ DUCKDB_JOB = """
 import json, sys, time
 t0 = time.monotonic()
 import duckdb
-from pubmote_bridge.pipeline.readings import reading_of
+from pubmote.pipeline.readings import reading_of
 con = duckdb.connect()
 con.create_function("reading", lambda p: reading_of(p), ["VARCHAR"], "DOUBLE",
                     null_handling="special", side_effects=False)
@@ -154,7 +154,7 @@ PER_FILE = 100_000
 def make_journal(d: Path, rows: int) -> None:
     """The synthetic journal of `rows` records (20 boards, 2 subscribers, seed 42) in d,
     PER_FILE records a file; kept between runs (build/ is a cache)."""
-    from pubmote_bridge.pipeline.synth import records, write_journal
+    from pubmote.pipeline.synth import records, write_journal
 
     stamp = d / ".rows"
     if stamp.exists() and int(stamp.read_text()) >= rows:

@@ -26,7 +26,7 @@ T0_MS = 1_789_999_980_000  # on a window boundary
 def window_file(journal: Path, k: int) -> None:
     """Journal file k: window k's messages, then a record 1 s past its end (the
     watermark) so that the window closes in the batch that reads this file."""
-    from pubmote_bridge.pipeline.synth import records, write_journal
+    from pubmote.pipeline.synth import records, write_journal
 
     t0 = T0_MS + k * WINDOW_MS
     recs: list[dict[str, Any]] = [r for r in records(40, boards=4, seed=k, t0_ms=t0)

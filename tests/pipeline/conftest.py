@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from pubmote_bridge.pipeline.session import spark_session
+    from pubmote.pipeline.session import spark_session
 
     s = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2",
                                    "spark.ui.enabled": "false",

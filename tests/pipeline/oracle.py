@@ -7,7 +7,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from pubmote_bridge.pipeline.readings import reading_of
+from pubmote.pipeline.readings import reading_of
 
 MINUTE_MS = 60_000
 EGRESS = ("delivered", "dropped", "nacked")

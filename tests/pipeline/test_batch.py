@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import oracle
-from pubmote_bridge.pipeline.batch import run_batch
-from pubmote_bridge.pipeline.session import PipelineError
-from pubmote_bridge.pipeline.synth import records, write_journal
+from pubmote.pipeline.batch import run_batch
+from pubmote.pipeline.session import PipelineError
+from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 OPTS: dict[str, Any] = {"window": "1 minute", "watermark": "1 minute", "log": lambda _: None}
@@ -85,7 +85,7 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
         assert ('src="%s"' % png) in text
         data = (tmp_path / "rep" / png).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
-    from pubmote_bridge.pipeline.readings import reading_of
+    from pubmote.pipeline.readings import reading_of
 
     for b in ("board1", "board2", "board3"):
         last = [r for r in recs if r["outcome"] == "relayed" and r["origin"] == b][-1]
@@ -99,8 +99,8 @@ def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The per-board reading series equals the mean of the boards' readings per time
     bucket; with more windows than MAX_POINTS, whole windows are merged into buckets."""
-    from pubmote_bridge.pipeline import report
-    from pubmote_bridge.pipeline.readings import reading_of
+    from pubmote.pipeline import report
+    from pubmote.pipeline.readings import reading_of
 
     recs = list(records(480, boards=2, subscribers=1, seed=9))  # 4 minutes of 2 boards
     write_journal(tmp_path / "j", iter(recs))

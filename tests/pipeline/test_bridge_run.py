@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from e2e import Collector, free_port, sp_connected, wait_until
-from pubmote_bridge.bridge import DEFAULT_BAUD, Bridge, load_config
-from pubmote_bridge.pipeline.batch import run_batch
-from pubmote_bridge.pipeline.readings import reading_of
-from pubmote_bridge.sim import SimFleet
+from pubmote.boards.fleet import SimFleet
+from pubmote.core.addresses import DEFAULT_BAUD
+from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.pipeline.batch import run_batch
+from pubmote.pipeline.readings import reading_of
 
 TOPICS = [b"/pubmote/demo/sim1/temperature", b"/pubmote/demo/sim2/temperature"]
 
@@ -33,7 +34,7 @@ def test_spark_counts_equal_what_the_sp_subscriber_saw(spark: Any, tmp_path: Pat
                 # (on a loaded machine the boards beat a subscriber dialled beside them)
                 await sp_connected(bridge, 30)
                 for b in fleet.boards:
-                    bridge._add_serial(b.port, DEFAULT_BAUD)
+                    bridge.add_serial(b.port, DEFAULT_BAUD)
                 for t in TOPICS:
                     await col.wait_for(t + b"|", 15, 30)
                 fleet.stop()  # no new messages; what is in flight reaches the client

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cbor2
 
-from pubmote_bridge.pipeline.readings import reading_of
+from pubmote.pipeline.readings import reading_of
 from pubmote_wire import cbor
 
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import oracle
-from pubmote_bridge.pipeline.batch import compute
-from pubmote_bridge.pipeline.synth import records, write_journal
+from pubmote.pipeline.batch import compute
+from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 

@@ -11,12 +11,11 @@ from typing import NoReturn
 from pubmote import __version__
 
 # In the order `pubmote --help` lists them. Registering stays cheap: the heavy imports
-# happen inside each command's `run`. (The pipeline keeps its old home, pubmote_bridge,
-# until it moves beside the rest.)
+# happen inside each command's `run`.
 COMMAND_MODULES: tuple[str, ...] = (
     "pubmote.cli.bridge", "pubmote.cli.sim", "pubmote.cli.firmware", "pubmote.cli.flash",
     "pubmote.cli.deploy", "pubmote.cli.simdev", "pubmote.cli.dissect",
-    "pubmote_bridge.pipeline_cli", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.sub")
+    "pubmote.cli.pipeline", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.sub")
 
 
 class Parser(argparse.ArgumentParser):

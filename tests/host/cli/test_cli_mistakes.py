@@ -196,7 +196,7 @@ def test_pipeline_follow_may_start_before_the_bridge(tmp_path: Path) -> None:
     # `make run PIPELINE=1` starts `pipeline --follow` before the bridge makes the folder
     import argparse
 
-    from pubmote_bridge.pipeline_cli import usage_error
+    from pubmote.cli.pipeline import usage_error
 
     ns = argparse.Namespace(window="1 minute", watermark="10 seconds", follow=True,
                             report=None, journal=str(tmp_path / "later"), trigger_seconds=5.0)

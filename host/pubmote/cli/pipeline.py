@@ -99,7 +99,7 @@ def usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .pipeline.session import PipelineError, parse_conf, spark_session
+    from pubmote.pipeline.session import PipelineError, parse_conf, spark_session
 
     error = usage_error(args)
     if error:
@@ -115,13 +115,13 @@ def run(args: argparse.Namespace) -> int:
         opts: dict[str, Any] = {"window": args.window, "watermark": args.watermark,
                                 "reading_key": args.reading_key, "log": _log}
         if args.follow:
-            from .pipeline.stream import follow
+            from pubmote.pipeline.stream import follow
 
             return follow(spark, args.journal, args.out,
                           args.checkpoint or args.out.rstrip("/") + "/_checkpoint",
                           trigger_s=args.trigger_seconds, max_files=args.max_files_per_trigger,
                           **opts)
-        from .pipeline.batch import run_batch
+        from pubmote.pipeline.batch import run_batch
 
         stats = run_batch(spark, args.journal, args.out, report=args.report, **opts)
         if args.report:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,10 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 
 
 LOCAL_DRIVER_MEMORY = "512m"
+
+
+# where batch, stream and report say what they do (print, or a test's list.append)
+Log = Callable[[str], None]
 
 
 class PipelineError(Exception):
@@ -76,17 +80,21 @@ def require_java() -> str:
 
 
 def _code_zip() -> str:
-    """pubmote_wire and pubmote_bridge as one zip for a cluster's Python workers (the
+    """pubmote_wire and pubmote.pipeline as one zip for a cluster's Python workers (the
     reading UDF imports them); local mode needs none, the workers share our interpreter."""
-    import pubmote_bridge
+    import pubmote
     import pubmote_wire
 
+    wire = Path(next(iter(pubmote_wire.__path__)))
+    top = Path(next(iter(pubmote.__path__)))
+    files = [(f, Path("pubmote_wire") / f.relative_to(wire)) for f in sorted(wire.rglob("*.py"))]
+    files.append((top / "__init__.py", Path("pubmote") / "__init__.py"))
+    files += [(f, Path("pubmote") / f.relative_to(top))
+              for f in sorted((top / "pipeline").rglob("*.py"))]
     path = Path(tempfile.mkdtemp(prefix="pubmote-spark-")) / "pubmote_code.zip"
     with zipfile.ZipFile(path, "w") as z:
-        for pkg in (pubmote_wire, pubmote_bridge):
-            root = Path(next(iter(pkg.__path__)))
-            for f in sorted(root.rglob("*.py")):
-                z.write(f, str(Path(pkg.__name__) / f.relative_to(root)))
+        for f, arc in files:
+            z.write(f, str(arc))
     return str(path)
 
 

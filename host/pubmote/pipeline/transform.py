@@ -28,7 +28,7 @@ def reading_column(payload: Column, reading_key: str | None = None) -> Column:
     column batch at a time (10,000 rows), not a pickled row at a time as the per-row
     UDF it replaces did (bench/pipeline/PROFILE.md)."""
     def decode(payloads: pa.Array) -> pa.Array:
-        from pubmote_bridge.pipeline.readings import readings_of
+        from pubmote.pipeline.readings import readings_of
 
         return pa.array(readings_of(payloads.to_pylist(), reading_key), type=pa.float64())
 

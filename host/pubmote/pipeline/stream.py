@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .batch import Log
 from .schema import JOURNAL_GLOB, JOURNAL_SCHEMA
-from .session import PipelineError
+from .session import Log, PipelineError
 from .transform import TABLES, prepare
 
 if TYPE_CHECKING:

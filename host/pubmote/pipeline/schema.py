@@ -1,7 +1,7 @@
 """The journal's record schema, given to Spark explicitly (no inference: a stream needs
 it, and a schema guessed from one file would change with the files).
 
-Records (one JSON line each; see host/pubmote_bridge/journal.py and hub.py):
+Records (one JSON line each; see host/pubmote/core/journal.py and core/hub_base.py):
   outcome   relayed (one per message, with `payload` hex) | delivered | dropped |
             nacked (one per message and egress, with `egress` and `latency_ms`) |
             fetch_failed (a board announced a message the bridge could not fetch) |

@@ -3,17 +3,14 @@ every run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .schema import JOURNAL_GLOB
-from .session import PipelineError
+from .session import Log, PipelineError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-Log = Callable[[str], None]
 
 
 def journal_files(journal: str | Path) -> list[Path]:
