@@ -72,10 +72,11 @@ lint: setup
 TEST_WORKERS ?= 5
 # the firmware (make firmware: cached, about 1.5 minutes the first time) builds beside the
 # tests; the few that run it wait for it (pubmote firmware build takes a lock)
+# (--durations: the slowest tests, so the suite's time budget stays in view)
 test-cpython: setup
 	@mkdir -p build
 	@$(BIN)/pubmote firmware build --board pico >build/firmware-build.log 2>&1 & fw=$$!; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load; rc=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=12; rc=$$?; \
 	if ! wait $$fw; then echo "firmware build failed (build/firmware-build.log):"; \
 	  tail -n 5 build/firmware-build.log; rc=1; fi; exit $$rc
 
