@@ -1,6 +1,7 @@
 # nanomsg/nng scalability protocols over TCP (SP-TCP): the 8-byte header, u64-length
 # messages, and (from subfilter.py) the NN_SUB prefix filter with nanomsg's semantics (seed 001).
 # Header: 00 'S' 'P' 00 | protocol u16 BE | 00 00. Message: u64 BE length | body.
+# Described, with example bytes and the filter rule: docs/protocols/filters.md.
 from .compat import const
 from .errors import DecodeError, EncodeError, NeedMore
 from .subfilter import SubFilter  # noqa: F401 - sp.SubFilter, as before the split

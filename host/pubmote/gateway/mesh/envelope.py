@@ -16,7 +16,8 @@ An envelope is one CBOR map (pubmote_wire.cbor) with short text keys:
     o  originator (text)        directed messages only: /orch/node or /orch of the sender
 
 Decoding is strict: anything else (unknown keys, wrong types, oversize fields) is an
-EnvelopeError with the reason, never an exception of another kind.
+EnvelopeError with the reason, never an exception of another kind. The bytes, with an
+example: docs/protocols/mesh.md.
 """
 
 from __future__ import annotations
