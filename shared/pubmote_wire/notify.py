@@ -1,5 +1,5 @@
-# ndn-python-repo PubSub packets (seed 000), byte-compatible with its PubSub: the notify
-# Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
+# NDN notify pub/sub: ndn-python-repo PubSub packets, byte-compatible with its PubSub:
+# the notify Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
 # /<publisher>/msg/<topic>/<nonce>, and the ack Data answering the notify Interest.
 # Names are written from their parts (no concatenated bytes) and parsed in place.
 from . import data as _data
@@ -14,7 +14,8 @@ NOTIFY_NONCE = const(0x80)
 PUBLISHER_FWD_HINT = const(0xD3)
 # pubmote's inline message (board link only): the message Data itself inside
 # NotifyAppParam, so the subscriber need not fetch it. Even, so non-critical: a subscriber
-# that does not know it ignores it and fetches as seed 000 says (docs/protocols).
+# that does not know it ignores it and fetches as ndn-python-repo's PubSub does
+# (docs/protocols/board-link.md).
 INLINE_MSG = const(0xF0)
 APP_PARAM = const(0x24)
 _NAME = const(0x07)
