@@ -118,18 +118,23 @@ def _fh_len(fh):
     return n
 
 
-def _encode(buf, off, name, n2, n3, n4, cbp, mbf, fh, nonce, lifetime, hop, ap, signer, sn,
-            st, sq, fill, fa, fb, fc):
+def _encode(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
+            must_be_fresh=False, forwarding_hint=None, nonce=None, lifetime_ms=None,
+            hop_limit=None, app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
+            sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None):
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
-    # The name is name + n2 + n3 (+ generic n4), see put_name. With fill, ap is the
-    # ApplicationParameters length and fill(buf, off, fa, fb, fc) writes its value, so the
-    # notify parameters need no bytes object of their own. nonce -1 is a random one.
+    # The name is name + n2 + n3 (+ generic n4), see put_name, so notify names need no
+    # concatenated copy. Keyword-only past the name: a call says what each value is, and
+    # on MicroPython matching a keyword costs no allocation. With fill, the
+    # ApplicationParameters are params_len bytes that fill(buf, off, fill_a, fill_b,
+    # fill_c) writes, so the notify parameters need no bytes object of their own. A nonce
+    # of -1 is a random one.
     if fill is not None:
-        al = ap
-    elif ap is not None:
-        al = len(ap)
+        al = params_len
+    elif app_params is not None:
+        al = len(app_params)
     elif signer is not None:
-        ap = b""
+        app_params = b""
         al = 0
     else:
         al = -1
@@ -137,7 +142,8 @@ def _encode(buf, off, name, n2, n3, n4, cbp, mbf, fh, nonce, lifetime, hop, ap, 
         name = _strip_digest(name)
     nl0 = name_len(name, n2, n3, n4)
     nl = nl0 + 34 if al >= 0 else nl0
-    vl = _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq)
+    vl = _value_len(nl, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
+                    hop_limit, al, signer, sig_nonce, sig_time_ms, sig_seq)
     total = tl_size(5, vl)
     if buf is None:
         return total
@@ -151,17 +157,17 @@ def _encode(buf, off, name, n2, n3, n4, cbp, mbf, fh, nonce, lifetime, hop, ap, 
         buf[p] = 2
         buf[p + 1] = 32
         p += 34
-    if cbp:
+    if can_be_prefix:
         p += write_tl(buf, p, 0x21, 0)
-    if mbf:
+    if must_be_fresh:
         p += write_tl(buf, p, 0x12, 0)
-    if fh:
-        p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
-        t = type(fh)
+    if forwarding_hint:
+        p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(forwarding_hint))
+        t = type(forwarding_hint)
         if t is bytes or t is bytearray or t is memoryview:
-            p += write_tlv(buf, p, _NAME, fh)
+            p += write_tlv(buf, p, _NAME, forwarding_hint)
         else:
-            for f in fh:
+            for f in forwarding_hint:
                 p += write_tlv(buf, p, _NAME, f)
     if nonce is not None:
         if nonce < 0:
@@ -171,22 +177,22 @@ def _encode(buf, off, name, n2, n3, n4, cbp, mbf, fh, nonce, lifetime, hop, ap, 
         else:
             pack_into(">BBI", buf, p, 0x0A, 4, nonce)
         p += 6
-    if lifetime is not None:
-        p += write_nonneg_tlv(buf, p, 0x0C, lifetime)
-    if hop is not None:
-        pack_into("BBB", buf, p, 0x22, 1, hop)
+    if lifetime_ms is not None:
+        p += write_nonneg_tlv(buf, p, 0x0C, lifetime_ms)
+    if hop_limit is not None:
+        pack_into("BBB", buf, p, 0x22, 1, hop_limit)
         p += 3
     if al >= 0:
         a0 = p
         p += write_tl(buf, p, _APP_PARAMS, al)
         if fill is not None:
-            fill(buf, p, fa, fb, fc)
+            fill(buf, p, fill_a, fill_b, fill_c)
         else:
-            buf[p : p + al] = ap
+            buf[p : p + al] = app_params
         p += al
         mv = memoryview(buf)
         if signer is not None:
-            p += signer.write_info(buf, p, 0x2C, sn, st, sq)
+            p += signer.write_info(buf, p, 0x2C, sig_nonce, sig_time_ms, sig_seq)
             sig = signer.sign2(mv, ns, ne, a0, p)
             p += write_tlv(buf, p, 0x2E, sig)
         # The digest covers ApplicationParameters through the end of the Interest.
@@ -204,9 +210,10 @@ def encode_interest(buf, off, name, *, can_be_prefix=False, must_be_fresh=False,
                     sig_seq=None):
     if nonce is not None and nonce < 0:
         raise EncodeError("too large")
-    return _encode(buf, off, name, None, None, None, can_be_prefix, must_be_fresh, forwarding_hint, nonce,
-                   lifetime_ms, hop_limit, app_params, signer, sig_nonce, sig_time_ms,
-                   sig_seq, None, None, None, None)
+    return _encode(buf, off, name, can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh,
+                   forwarding_hint=forwarding_hint, nonce=nonce, lifetime_ms=lifetime_ms,
+                   hop_limit=hop_limit, app_params=app_params, signer=signer,
+                   sig_nonce=sig_nonce, sig_time_ms=sig_time_ms, sig_seq=sig_seq)
 
 
 # Bytes encode_interest will write for the same arguments.

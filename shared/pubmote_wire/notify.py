@@ -1,5 +1,5 @@
-# ndn-python-repo PubSub packets (seed 000), byte-compatible with its PubSub: the notify
-# Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
+# NDN notify pub/sub: ndn-python-repo PubSub packets, byte-compatible with its PubSub:
+# the notify Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
 # /<publisher>/msg/<topic>/<nonce>, and the ack Data answering the notify Interest.
 # Names are written from their parts (no concatenated bytes) and parsed in place.
 from . import data as _data
@@ -14,7 +14,8 @@ NOTIFY_NONCE = const(0x80)
 PUBLISHER_FWD_HINT = const(0xD3)
 # pubmote's inline message (board link only): the message Data itself inside
 # NotifyAppParam, so the subscriber need not fetch it. Even, so non-critical: a subscriber
-# that does not know it ignores it and fetches as seed 000 says (docs/protocols).
+# that does not know it ignores it and fetches as ndn-python-repo's PubSub does
+# (docs/protocols/board-link.md).
 INLINE_MSG = const(0xF0)
 APP_PARAM = const(0x24)
 _NAME = const(0x07)
@@ -121,24 +122,29 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
     if inline is not None:
         if fwd_hint is not None:
             raise ValueError("an inline message goes without a forwarding hint")
-        return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
-                       -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
-                       notify_params_size(publisher, nonce) + tl_size(INLINE_MSG, len(inline)),
-                       signer, sig_nonce, sig_time_ms, None, _write_params_inline, publisher,
-                       nonce, inline)
-    return _encode(buf, off, topic, _NOTIFY, None, None, False, False, None,
-                   -1 if interest_nonce is None else interest_nonce, lifetime_ms, None,
-                   notify_params_size(publisher, nonce, fwd_hint), signer, sig_nonce,
-                   sig_time_ms, None, write_notify_params, publisher, nonce, fwd_hint)
+        return _encode(buf, off, topic, _NOTIFY,
+                       nonce=-1 if interest_nonce is None else interest_nonce,
+                       lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
+                       sig_time_ms=sig_time_ms,
+                       params_len=notify_params_size(publisher, nonce)
+                       + tl_size(INLINE_MSG, len(inline)),
+                       fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
+                       fill_c=inline)
+    return _encode(buf, off, topic, _NOTIFY,
+                   nonce=-1 if interest_nonce is None else interest_nonce,
+                   lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
+                   sig_time_ms=sig_time_ms,
+                   params_len=notify_params_size(publisher, nonce, fwd_hint),
+                   fill=write_notify_params, fill_a=publisher, fill_b=nonce, fill_c=fwd_hint)
 
 
 # Write the subscriber's Interest /<publisher>/msg/<topic>/<nonce>; fwd_hint is the
 # publisher's forwarding-hint Name from the notify, if any.
 def encode_msg_interest(buf, off, publisher, topic, nonce, *, interest_nonce=None,
                         lifetime_ms=DEFAULT_LIFETIME_MS, fwd_hint=None):
-    return _encode(buf, off, publisher, _MSG, topic, nonce, False, False, fwd_hint,
-                   -1 if interest_nonce is None else interest_nonce, lifetime_ms, None, None,
-                   None, None, None, None, None, None, None, None)
+    return _encode(buf, off, publisher, _MSG, topic, nonce, forwarding_hint=fwd_hint,
+                   nonce=-1 if interest_nonce is None else interest_nonce,
+                   lifetime_ms=lifetime_ms)
 
 
 # Write the publisher's message Data /<publisher>/msg/<topic>/<nonce>.

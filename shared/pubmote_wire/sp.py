@@ -1,6 +1,8 @@
 # nanomsg/nng scalability protocols over TCP (SP-TCP): the 8-byte header, u64-length
-# messages, and (from subfilter.py) the NN_SUB prefix filter with nanomsg's semantics (seed 001).
+# messages, and (from subfilter.py) the NN_SUB prefix filter with nanomsg's semantics: the
+# nanomsg-style prefix filters every pubmote subscription uses.
 # Header: 00 'S' 'P' 00 | protocol u16 BE | 00 00. Message: u64 BE length | body.
+# Described, with example bytes and the filter rule: docs/protocols/filters.md.
 from .compat import const
 from .errors import DecodeError, EncodeError, NeedMore
 from .subfilter import SubFilter  # noqa: F401 - sp.SubFilter, as before the split

@@ -40,12 +40,11 @@ def register(sub: Any) -> None:
 
 def decode_payload(payload: bytes) -> Any:
     """CBOR if the whole payload is one CBOR item, else text, else hex."""
-    from pubmote_wire import cbor
-    from pubmote_wire.errors import DecodeError
+    from pubmote.core import cbor
 
     try:
         return cbor.loads(payload)
-    except (DecodeError, ValueError):
+    except cbor.CborError:
         pass
     try:
         return payload.decode()

@@ -16,16 +16,16 @@ import os
 import time
 from collections.abc import Callable
 
-from pubmote.core import nfd_mgmt
+from pubmote.core import cbor, nfd_mgmt
 from pubmote.core.auth import board_of
 from pubmote.core.control import HELLO, MSG, REGISTER, SIGNER, new_nonce, notify_topic
 from pubmote.core.delivery import Delivery
 from pubmote.core.intake import NotifyIntake
 from pubmote.core.messages import Listener, Message, TopicStats
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
-from pubmote_wire import cbor, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
+from pubmote_wire import lp, notify
 from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner

@@ -5,6 +5,7 @@
 buffer; what does not fit is dropped and counted, and the others are unaffected.
 --sp-sub: a SUB socket; PUB clients publish `<topic URI>|<payload>` into the bridge.
 URLs: tcp://HOST:PORT (IPv4 or [IPv6]) and ipc:///path (a unix socket, as nanomsg's ipc).
+The filters and the SP-TCP bytes: docs/protocols/filters.md.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ BEP 50 overlay. A message a board publishes on it is put on the DHT and pushed t
 overlay's members; a gateway that starts later joins the overlay and gets the last value
 at once, then every newer one pushed (never polled). Values from the DHT enter the hub as
 ordinary messages, so boards see retained topics as ordinary subscriptions; a board that
-registers later is handed the topic's last value once.
+registers later is handed the topic's last value once. The profile of BEP 44/50 this is,
+with a put query's bytes: docs/protocols/dht-retained.md.
 """
 
 from __future__ import annotations

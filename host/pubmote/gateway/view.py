@@ -10,8 +10,7 @@ from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
-from pubmote_wire import cbor
-from pubmote_wire.errors import DecodeError
+from pubmote.core import cbor
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
@@ -21,7 +20,7 @@ def show_payload(payload: bytes, limit: int = 48) -> str:
     """A payload as a person wants to read it: CBOR decoded, else text, else hex."""
     try:
         text = repr(cbor.loads(payload))
-    except (DecodeError, ValueError):
+    except cbor.CborError:
         try:
             text = payload.decode()
         except UnicodeDecodeError:

@@ -1,6 +1,6 @@
-"""The bytes in docs/protocols/control.md are what the codec makes: each packet the page
-shows (under a `<!-- vector: NAME -->` line) is built again here and compared, so the
-page cannot drift from the code. The bridge's own names and ack come from core/control.py."""
+"""The bytes in docs/protocols/ are what the code makes: each frame a page shows (under a
+`<!-- vector: NAME -->` line) is built again here and compared, so the pages cannot drift
+from the code. The bridge's own names and ack come from core/control.py."""
 
 from __future__ import annotations
 
@@ -8,14 +8,20 @@ import re
 from pathlib import Path
 
 from pubmote.core.control import HELLO, REGISTER, SIGNER
-from pubmote_wire import cbor, data, interest
+from pubmote.dht import bep44, krpc
+from pubmote.dht.node import VERSION as DHT_VERSION
+from pubmote.gateway.mesh.envelope import Envelope
+from pubmote.gateway.mesh.relay import directed_payload
+from pubmote.gateway.retained import salt_of
+from pubmote_wire import cbor, data, interest, sp
 from pubmote_wire import name as ndn_name
+from pubmote_wire.subfilter import SubFilter
 
-DOC = Path(__file__).resolve().parents[3] / "docs" / "protocols" / "control.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "protocols"
 
 
-def vectors() -> dict[str, str]:
-    text = DOC.read_text()
+def vectors(page: str = "control.md") -> dict[str, str]:
+    text = (DOCS / page).read_text()
     out = {}
     for m in re.finditer(r"<!-- vector: ([\w-]+) -->\s*```\n(.*?)```", text, re.S):
         out[m.group(1)] = "".join(m.group(2).split())
@@ -36,3 +42,35 @@ def test_the_page_shows_the_codecs_bytes() -> None:
     assert vectors() == {"register": register.hex(), "register-reply": reply.hex(),
                          "hello": hello.hex()}
     assert ndn_name.to_uri(full).startswith("/pubmote/ctl/register/b1/params-sha256=")
+
+
+def test_the_filters_page_shows_sp_bytes() -> None:
+    msg = b"/cmd/led|on"
+    filt = SubFilter()
+    filt.subscribe(b"/cmd/")
+    assert filt.matches(msg)  # the page says the filter selects this message
+    assert vectors("filters.md") == {"sp-sub-header": sp.header(sp.SUB).hex(),
+                                     "sp-msg": sp.encode_msg(msg).hex()}
+
+
+def test_the_mesh_page_shows_envelope_bytes() -> None:
+    common = {"board": "b1", "gateway": "gw1", "ts_ms": 1700000000000,
+              "epoch": 1699999990000}
+    env = Envelope(topic="/pubmote/demo/b1/t", payload=b"21.5", seq=7, **common)
+    directed = Envelope(topic="/cmd/led", payload=b"on", seq=8, address="/gw2/b2",
+                        originator="/gw1/b1", **common)
+    received = directed_payload("/gw2/b2", "/gw1/b1", "/cmd/led", b"on", 1700000000000)
+    assert vectors("mesh.md") == {"envelope": env.encode().hex(),
+                                  "directed-envelope": directed.encode().hex(),
+                                  "directed-payload": received.hex()}
+    assert Envelope.decode(directed.encode()).address == "/gw2/b2"
+
+
+def test_the_dht_page_shows_a_put() -> None:
+    topic = b"/pubmote/demo/b1/t"
+    item = bep44.sign_item(bep44.KeyPair(bytes(range(32))), b"21.5", 1700000000000,
+                           salt_of(topic))
+    put = krpc.encode_query(b"aa", b"put", item.put_args(bytes(20), bytes(range(8))),
+                            topic=item.target, version=DHT_VERSION)
+    assert vectors("dht-retained.md") == {"put": put.hex()}
+    assert item.verify() and item.salt == topic

@@ -1,4 +1,5 @@
-"""Cross-check pubmote_wire.cbor against cbor2, both ways, over the supported subset."""
+"""Cross-check pubmote_wire.cbor (the board's) against cbor2 and the host's codec
+(pubmote.core.cbor, cbor2 underneath), both ways, over the supported subset."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import math
 from typing import Any
 
 import cbor2
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from pubmote.core import cbor as host_cbor
 from pubmote_wire import cbor
 from pubmote_wire.errors import DecodeError
 
@@ -120,3 +123,52 @@ def test_garbage_agrees_on_acceptance(data: bytes) -> None:
     except DecodeError:
         return
     assert _same(cbor2.loads(data), ours)
+
+
+# ---- the host's codec (pubmote.core.cbor, cbor2 underneath) against the board's ----------
+
+TEXT_KEYED = st.recursive(
+    SCALARS,
+    lambda kids: st.lists(kids, max_size=6) | st.dictionaries(st.text(max_size=10), kids,
+                                                              max_size=5),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT_KEYED)
+def test_host_writes_the_boards_bytes_for_text_keyed_maps(value: Any) -> None:
+    # Every map the host writes (envelopes, directed payloads, registration replies) has
+    # text keys: there cbor2's canonical order (length first) and ours (bytewise) agree.
+    assert host_cbor.dumps(value) == cbor.dumps(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES)
+def test_each_side_reads_the_others_bytes(value: Any) -> None:
+    assert _same(host_cbor.loads(cbor.dumps(value)), value)
+    assert _same(cbor.loads(host_cbor.dumps(value)), value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_host_accepts_what_the_board_accepts(data: bytes) -> None:
+    try:
+        ours = cbor.loads(data)
+    except DecodeError:
+        return
+    assert _same(host_cbor.loads(data), ours)
+
+
+def test_host_refusals_are_one_error_type() -> None:
+    lying = (b"\x5b\x00\x00\x00\xff\xff\xff\xff\xff",  # 1 TB byte string in 9 bytes
+             b"\x9b\xff\xff\xff\xff\xff\xff\xff\xff",  # 2**64-1 items
+             b"\x81" * 5000 + b"\x01")                 # nesting beyond cbor2's cap
+    other = (b"", b"\x01\x02", b"\xc1\x1a\x00\x00\x00\x01", b"\xf7", b"\x62\xff\xfe")
+    for data in lying + other:
+        with pytest.raises(host_cbor.CborError):
+            host_cbor.loads(data)
+    with pytest.raises(host_cbor.CborError):
+        host_cbor.loads(b"\x01" * 100, max_bytes=99)
+    with pytest.raises(host_cbor.CborError):
+        host_cbor.dumps({"x": object()})

@@ -23,7 +23,7 @@ per gateway would be smaller, but in GossipSub only a topic's subscribers relay 
 gateways peered statically (not every pair connected) a message for /orch must cross
 gateways that are not orch. The supernode design rewrites /*/* into /remote-orch/* per
 remote supernode; one gossip message that every gateway reads as "me and my boards" is
-the same thing.
+the same thing. The addresses and their envelope on the wire: docs/protocols/mesh.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The envelope a gateway wraps around each message it sends into the gossip mesh, and the
 per-origin tracker that finds duplicates and gaps among the envelopes that come back out.
 
-An envelope is one CBOR map (pubmote_wire.cbor) with short text keys:
+An envelope is one canonical CBOR map (pubmote.core.cbor) with short text keys:
 
     v  1                        format version
     t  topic URI (text)         the board topic, e.g. /pubmote/demo/sim1/temperature
@@ -16,7 +16,8 @@ An envelope is one CBOR map (pubmote_wire.cbor) with short text keys:
     o  originator (text)        directed messages only: /orch/node or /orch of the sender
 
 Decoding is strict: anything else (unknown keys, wrong types, oversize fields) is an
-EnvelopeError with the reason, never an exception of another kind.
+EnvelopeError with the reason, never an exception of another kind. The bytes, with an
+example: docs/protocols/mesh.md.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from typing import Any
 
-from pubmote_wire import cbor
-from pubmote_wire.errors import DecodeError, EncodeError
+from pubmote.core import cbor
 
 VERSION = 1
 MAX_TOPIC = 1024          # bytes of the topic URI
@@ -83,8 +83,8 @@ class Envelope:
         """The CBOR bytes; EnvelopeError if a field is out of bounds (checked as on decode)."""
         _check(self)
         try:
-            return bytes(cbor.dumps(self.as_map()))
-        except EncodeError as e:
+            return cbor.dumps(self.as_map())
+        except cbor.CborError as e:
             raise EnvelopeError("cannot encode envelope: %s" % e) from None
 
     @classmethod
@@ -93,9 +93,9 @@ class Envelope:
         if len(data) > MAX_PAYLOAD + 4 * MAX_NAME + MAX_TOPIC + 128:
             raise EnvelopeError("envelope of %d bytes is too large" % len(data))
         try:
-            m = cbor.loads(bytes(data))
-        except (DecodeError, ValueError) as e:
-            raise EnvelopeError("not CBOR: %s" % e) from None
+            m = cbor.loads(data)
+        except cbor.CborError as e:
+            raise EnvelopeError(str(e)) from None
         if not isinstance(m, dict):
             raise EnvelopeError("envelope is a %s, not a map" % type(m).__name__)
         for k in m:

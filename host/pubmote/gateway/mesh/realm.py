@@ -17,7 +17,8 @@ topic's subscribers relay it. The category `to` carries directed messages, all o
 
 Validators return "accept", "reject" (the message is dropped and the peer that relayed it
 is penalised), "ignore" (dropped, no penalty) or "throttle" (dropped: the sender is over
-a rate limit), as DeP2P names them.
+a rate limit), as DeP2P names them. Described for other implementers in
+docs/protocols/mesh.md.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from collections import OrderedDict, deque
 from collections.abc import Sequence
 from typing import Any
 
+from pubmote.core import cbor
 from pubmote.core.hub import Hub, Message
 from pubmote.gateway.mesh.directed import (
     DIRECTED_PREFIX,
@@ -39,8 +40,6 @@ from pubmote.gateway.mesh.directed import (
 )
 from pubmote.gateway.mesh.directed import gossip_topic as directed_topic
 from pubmote.gateway.mesh.envelope import DUPLICATE, STALE, Envelope, EnvelopeError, GapTracker
-from pubmote_wire import cbor
-from pubmote_wire.errors import DecodeError
 
 log = logging.getLogger("pubmote.mesh.gateway")
 
@@ -63,8 +62,8 @@ def parse_directed_payload(payload: bytes) -> tuple[str, bytes, int | None]:
     if payload[:1] and 0xA0 <= payload[0] <= 0xBF:
         try:
             m = cbor.loads(payload)
-        except (DecodeError, ValueError) as e:
-            raise DirectedError("directed payload is not CBOR: %s" % e) from None
+        except cbor.CborError as e:
+            raise DirectedError("directed payload: %s" % e) from None
         if not isinstance(m, dict) or not isinstance(m.get("t"), str) \
                 or not isinstance(m.get("p", b""), bytes):
             raise DirectedError("directed CBOR payload needs t (text) and p (bytes)")
@@ -89,8 +88,8 @@ def parse_directed_payload(payload: bytes) -> tuple[str, bytes, int | None]:
 def directed_payload(address: Address | str, originator: Originator | str, topic: str,
                      body: bytes, ts_ms: int) -> bytes:
     """The payload receivers get: CBOR {"a", "o", "t", "p", "ts"}."""
-    return bytes(cbor.dumps({"a": str(address), "o": str(originator), "t": topic, "p": body,
-                             "ts": ts_ms}))
+    return cbor.dumps({"a": str(address), "o": str(originator), "t": topic, "p": body,
+                       "ts": ts_ms})
 
 
 class GatewayMesh:
