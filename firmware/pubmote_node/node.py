@@ -1,5 +1,5 @@
-# The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
-# prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
+# The board side of pubmote: publish (the NDN notify pub/sub publisher), subscribe with
+# nanomsg-style prefix filters, receive, and keep the link to the bridge up by itself.
 import asyncio
 
 from pubmote_wire import cbor, framing, interest, name, notify, tlv
@@ -36,7 +36,7 @@ REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
 HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"
 _MSG = b"\x08\x03msg"
 _SIGNER = notify.DIGEST  # the codec's one DigestSigner
-# directed messages (seed 003) travel as topics /pubmote/to/<address>; the bridge routes them
+# directed messages travel as topics /pubmote/to/<address>; the bridge routes them
 _TO = b"/pubmote/to/"
 
 
@@ -234,7 +234,7 @@ class Node:
         return self._inbox
 
     async def send(self, address, topic, payload):
-        """Send a directed message (seed 003) to address: "/orch/node" (one board),
+        """Send a directed message to address: "/orch/node" (one board),
         "/orch" (a gateway), "/orch/*" (a gateway and its boards), "/*" (every gateway),
         "/*/*" (everything). A board the address matches gets its own copy here (nothing
         comes back from the bridge). True once the bridge has acked it (or nothing had to
@@ -512,7 +512,7 @@ class Node:
             pass
 
     async def _on_notify(self, notify_name, topic, publisher, nonce):
-        # seed 000 as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
+        # NDN notify pub/sub as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
         if self._was_seen(publisher, nonce):
             self.counters["dup_notify"] += 1
             await self._ack(notify_name)
