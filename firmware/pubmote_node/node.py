@@ -462,18 +462,15 @@ class Node:
         elif typ == 0x05:
             self._on_interest(pkt)
         elif typ == 0x64:
-            # NDNLPv2 reaches a board only as a Nack: lp is loaded the first time one comes
-            from pubmote_wire import lp
-
-            pk = lp.decode_lp(pkt)
-            if pk.nack_reason is not None and pk.fragment is not None:
+            nack, fragment = _lp_parts(pkt)
+            if nack and fragment is not None:
                 self.counters["nacks"] += 1
-                i = interest.decode_interest(pk.fragment)
+                i = interest.decode_interest(fragment)
                 p = self._pending.get(bytes(i.name))
                 if p is not None:
                     p[_EV].set()
-            elif pk.fragment is not None:
-                self._on_packet(bytes(pk.fragment))
+            elif fragment is not None:
+                self._on_packet(fragment)
         else:
             raise DecodeError("not an NDN packet")
 
@@ -680,6 +677,29 @@ def _encode_data(nm, content):
     from pubmote_wire import data
 
     return data.encode(nm, content, freshness_ms=1000, signer=_SIGNER)
+
+
+def _lp_parts(pkt):
+    # (a Nack?, the Fragment as bytes or None) of an NDNLPv2 packet. LpPackets reach a board
+    # only as the bridge's Nack of a fetch it no longer serves, now and then: lp is loaded
+    # for one and, if this loaded it, let go again, as kept it would hold ~1 kB of heap for
+    # good (the step the Pico bench saw as growth once the first Nack came)
+    import sys
+
+    loaded = "pubmote_wire.lp" in sys.modules
+    from pubmote_wire import lp
+
+    try:
+        pk = lp.decode_lp(pkt)
+        fragment = bytes(pk.fragment) if pk.fragment is not None else None
+        return pk.nack_reason is not None, fragment
+    finally:
+        if not loaded:
+            import pubmote_wire
+
+            sys.modules.pop("pubmote_wire.lp", None)
+            if hasattr(pubmote_wire, "lp"):
+                delattr(pubmote_wire, "lp")
 
 
 def _decode_data(pkt):

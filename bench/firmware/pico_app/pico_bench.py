@@ -72,6 +72,7 @@ async def main(node):
     s = node.stats()
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
+    print("BENCH node.nacks %d" % s["nacks"])
     print("BENCH done 1")
     while True:
         await asyncio.sleep(1)
