@@ -297,10 +297,17 @@ class Node:
             link = self._link
             if link is None:
                 # imported only here: a link given to Node() (a test's, or a CPython
-                # virtual board's) needs none of the board-only idioms in links
+                # virtual board's) needs none of the board-only idioms in links. Let go
+                # after (its link's own module stays): kept, it would hold ~0.2 kB of heap
+                import sys
+
+                loaded = "pubmote_node.links" in sys.modules
                 from . import links
 
                 link = links.from_config(self.config)
+                del links  # this coroutine's local would keep the module alive
+                if not loaded:
+                    _unload("pubmote_node", "links")
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
@@ -682,8 +689,8 @@ def _encode_data(nm, content):
 def _lp_parts(pkt):
     # (a Nack?, the Fragment as bytes or None) of an NDNLPv2 packet. LpPackets reach a board
     # only as the bridge's Nack of a fetch it no longer serves, now and then: lp is loaded
-    # for one and, if this loaded it, let go again, as kept it would hold ~1 kB of heap for
-    # good (the step the Pico bench saw as growth once the first Nack came)
+    # for one and, if this loaded it, let go again: kept, it would hold ~1 kB of heap for
+    # good from the first Nack on (a step in the board's steady state)
     import sys
 
     loaded = "pubmote_wire.lp" in sys.modules
@@ -695,11 +702,19 @@ def _lp_parts(pkt):
         return pk.nack_reason is not None, fragment
     finally:
         if not loaded:
-            import pubmote_wire
+            _unload("pubmote_wire", "lp")
 
-            sys.modules.pop("pubmote_wire.lp", None)
-            if hasattr(pubmote_wire, "lp"):
-                delattr(pubmote_wire, "lp")
+
+def _unload(package, module):
+    # forget a module loaded for a moment, in sys.modules and as its package's attribute,
+    # so that nothing keeps its functions and globals on the heap; importing it again
+    # runs it again (frozen code: no compiling)
+    import sys
+
+    sys.modules.pop(package + "." + module, None)
+    pkg = sys.modules.get(package)
+    if pkg is not None and hasattr(pkg, module):
+        delattr(pkg, module)
 
 
 def _decode_data(pkt):
