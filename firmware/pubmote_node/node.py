@@ -297,17 +297,10 @@ class Node:
             link = self._link
             if link is None:
                 # imported only here: a link given to Node() (a test's, or a CPython
-                # virtual board's) needs none of the board-only idioms in links. Let go
-                # after (its link's own module stays): kept, it would hold ~0.2 kB of heap
-                import sys
-
-                loaded = "pubmote_node.links" in sys.modules
+                # virtual board's) needs none of the board-only idioms in links
                 from . import links
 
                 link = links.from_config(self.config)
-                del links  # this coroutine's local would keep the module alive
-                if not loaded:
-                    _unload("pubmote_node", "links")
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
@@ -702,19 +695,11 @@ def _lp_parts(pkt):
         return pk.nack_reason is not None, fragment
     finally:
         if not loaded:
-            _unload("pubmote_wire", "lp")
+            import pubmote_wire
 
-
-def _unload(package, module):
-    # forget a module loaded for a moment, in sys.modules and as its package's attribute,
-    # so that nothing keeps its functions and globals on the heap; importing it again
-    # runs it again (frozen code: no compiling)
-    import sys
-
-    sys.modules.pop(package + "." + module, None)
-    pkg = sys.modules.get(package)
-    if pkg is not None and hasattr(pkg, module):
-        delattr(pkg, module)
+            sys.modules.pop("pubmote_wire.lp", None)
+            if hasattr(pubmote_wire, "lp"):
+                delattr(pubmote_wire, "lp")
 
 
 def _decode_data(pkt):
