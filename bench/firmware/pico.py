@@ -179,7 +179,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
              ("500 received, handling it", "heap.recv_half_busy"),
              ("500 received, handled", "heap.recv_half"),
              ("1,000 received, handling it", "heap.after_recv_busy"),
-             ("1,000 received, handled", "heap.after_recv")]
+             ("1,000 received, handled", "heap.after_recv"),
+             ("  and 5 s later, handled", "heap.after_recv_late")]
     last = 0
     for label, key in rows:
         v = r.get(key)

@@ -74,6 +74,9 @@ async def main(node):
     print("BENCH heap.after_recv_busy %d" % live())
     print("BENCH heap.after_recv %d" % await settled())
     print("BENCH recv.queued %d" % sub.pending())
+    print("BENCH recv.pending %d" % len(node._pending))
+    await asyncio.sleep(5)  # past a keepalive: what stays, not what a round trip holds
+    print("BENCH heap.after_recv_late %d" % await settled())
     s = node.stats()
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
