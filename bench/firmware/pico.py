@@ -207,10 +207,11 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
         print("  line limit: %.0f B up / %.0f B down per acked publish on the wire, "
               "%d baud -> %.0f msgs/s; rate / limit = %.2f"
               % (up, down, UART_BAUD, limit, rate / limit))
-        print("  received: %s of %d (queue drops %s; left queued at the end %s; Nacks from "
-              "the bridge %s); wall time %.0f s"
+        print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
+              "pending; Nacks from the bridge %s); wall time %.0f s"
               % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"),
-                 r.get("recv.queued", "?"), r.get("node.nacks", "?"), wall_s))
+                 r.get("recv.queued", "?"), r.get("recv.pending", "?"),
+                 r.get("node.nacks", "?"), wall_s))
 
 
 if __name__ == "__main__":
