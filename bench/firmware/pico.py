@@ -179,7 +179,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
              ("500 received, handling it", "heap.recv_half_busy"),
              ("500 received, handled", "heap.recv_half"),
              ("1,000 received, handling it", "heap.after_recv_busy"),
-             ("1,000 received, handled", "heap.after_recv")]
+             ("1,000 received, handled", "heap.after_recv"),
+             ("  and 5 s later, handled", "heap.after_recv_late")]
     last = 0
     for label, key in rows:
         v = r.get(key)
@@ -206,8 +207,11 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
         print("  line limit: %.0f B up / %.0f B down per acked publish on the wire, "
               "%d baud -> %.0f msgs/s; rate / limit = %.2f"
               % (up, down, UART_BAUD, limit, rate / limit))
-        print("  received: %s of %d (queue drops %s); wall time %.0f s"
-              % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"), wall_s))
+        print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
+              "pending; Nacks from the bridge %s); wall time %.0f s"
+              % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"),
+                 r.get("recv.queued", "?"), r.get("recv.pending", "?"),
+                 r.get("node.nacks", "?"), wall_s))
 
 
 if __name__ == "__main__":

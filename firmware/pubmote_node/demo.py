@@ -47,7 +47,7 @@ async def commander(node):
 
 
 async def directed(node):
-    # a directed message (seed 003) to this board, e.g. /gw1/sim1 or /*/*, is a command too
+    # a directed message to this board, e.g. /gw1/sim1 or /*/*, is a command too
     base = "/pubmote/demo/%s/" % node.name
     inbox = node.directed()
     while True:

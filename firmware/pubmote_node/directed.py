@@ -1,4 +1,4 @@
-# Directed messages (seed 003) on the board: the Directed record, the address check before
+# Directed messages on the board: the Directed record, the address check before
 # one is sent, and the decoding of one received. Loaded only by a board that sends or
 # receives one (node.py imports it then), so the others keep its code and class off the heap.
 from pubmote_wire import cbor
@@ -6,7 +6,7 @@ from pubmote_wire.errors import DecodeError
 
 
 class Directed:
-    """A received directed message (seed 003): address (str, e.g. "/gw1/sim1", "/*/*"),
+    """A received directed message: address (str, e.g. "/gw1/sim1", "/*/*"),
     originator (str, "/orch/node" or "/orch"), topic (str), payload (bytes), ts_ms."""
 
     def __init__(self, address, originator, topic, payload, ts_ms):

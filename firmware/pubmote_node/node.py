@@ -1,5 +1,5 @@
-# The board side of pubmote: publish (seed 000 notify publisher), subscribe with nanomsg-style
-# prefix filters (seed 001), receive, and keep the link to the bridge up by itself.
+# The board side of pubmote: publish (the NDN notify pub/sub publisher), subscribe with
+# nanomsg-style prefix filters, receive, and keep the link to the bridge up by itself.
 import asyncio
 
 from pubmote_wire import cbor, framing, interest, name, notify, tlv
@@ -36,7 +36,7 @@ REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
 HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"
 _MSG = b"\x08\x03msg"
 _SIGNER = notify.DIGEST  # the codec's one DigestSigner
-# directed messages (seed 003) travel as topics /pubmote/to/<address>; the bridge routes them
+# directed messages travel as topics /pubmote/to/<address>; the bridge routes them
 _TO = b"/pubmote/to/"
 
 
@@ -234,7 +234,7 @@ class Node:
         return self._inbox
 
     async def send(self, address, topic, payload):
-        """Send a directed message (seed 003) to address: "/orch/node" (one board),
+        """Send a directed message to address: "/orch/node" (one board),
         "/orch" (a gateway), "/orch/*" (a gateway and its boards), "/*" (every gateway),
         "/*/*" (everything). A board the address matches gets its own copy here (nothing
         comes back from the bridge). True once the bridge has acked it (or nothing had to
@@ -462,18 +462,15 @@ class Node:
         elif typ == 0x05:
             self._on_interest(pkt)
         elif typ == 0x64:
-            # NDNLPv2 reaches a board only as a Nack: lp is loaded the first time one comes
-            from pubmote_wire import lp
-
-            pk = lp.decode_lp(pkt)
-            if pk.nack_reason is not None and pk.fragment is not None:
+            nack, fragment = _lp_parts(pkt)
+            if nack and fragment is not None:
                 self.counters["nacks"] += 1
-                i = interest.decode_interest(pk.fragment)
+                i = interest.decode_interest(fragment)
                 p = self._pending.get(bytes(i.name))
                 if p is not None:
                     p[_EV].set()
-            elif pk.fragment is not None:
-                self._on_packet(bytes(pk.fragment))
+            elif fragment is not None:
+                self._on_packet(fragment)
         else:
             raise DecodeError("not an NDN packet")
 
@@ -512,7 +509,7 @@ class Node:
             pass
 
     async def _on_notify(self, notify_name, topic, publisher, nonce):
-        # seed 000 as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
+        # NDN notify pub/sub as the subscriber: fetch /<publisher>/msg/<topic>/<nonce>, deliver, ack
         if self._was_seen(publisher, nonce):
             self.counters["dup_notify"] += 1
             await self._ack(notify_name)
@@ -680,6 +677,29 @@ def _encode_data(nm, content):
     from pubmote_wire import data
 
     return data.encode(nm, content, freshness_ms=1000, signer=_SIGNER)
+
+
+def _lp_parts(pkt):
+    # (a Nack?, the Fragment as bytes or None) of an NDNLPv2 packet. LpPackets reach a board
+    # only as the bridge's Nack of a fetch it no longer serves, now and then: lp is loaded
+    # for one and, if this loaded it, let go again: kept, it would hold ~1 kB of heap for
+    # good from the first Nack on (a step in the board's steady state)
+    import sys
+
+    loaded = "pubmote_wire.lp" in sys.modules
+    from pubmote_wire import lp
+
+    try:
+        pk = lp.decode_lp(pkt)
+        fragment = bytes(pk.fragment) if pk.fragment is not None else None
+        return pk.nack_reason is not None, fragment
+    finally:
+        if not loaded:
+            import pubmote_wire
+
+            sys.modules.pop("pubmote_wire.lp", None)
+            if hasattr(pubmote_wire, "lp"):
+                delattr(pubmote_wire, "lp")
 
 
 def _decode_data(pkt):
