@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: deb setup firmware test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
+.PHONY: deb setup setup-parts firmware test test-cpython test-micropython test-stress lint bench run flash deploy hil fuzz harden-report clean
 
 # Debian packages the tests run as real peers: nanocat (the original nanomsg), and socat
 # (the simulated board's REPL pty for mpremote); mosquitto, the MQTT broker make bench
@@ -22,7 +22,14 @@ LIBP2P_JS := tests/interop/libp2p/js
 PYLIBP2P := build/peers/pylibp2p
 PYLIBP2P_VERSION := 0.8.1
 
-setup: $(VENV)/.installed node_modules/.installed deb $(LIBP2P_JS)/node_modules/.installed $(PYLIBP2P)/.installed-$(PYLIBP2P_VERSION)
+SETUP_PARTS := $(VENV)/.installed node_modules/.installed deb \
+  $(LIBP2P_JS)/node_modules/.installed $(PYLIBP2P)/.installed-$(PYLIBP2P_VERSION)
+# the parts are independent (two venvs, two npm trees, Debian packages): installed side by
+# side, a fresh clone is ready some 15 s sooner
+setup:
+	@$(MAKE) --no-print-directory -j3 setup-parts
+setup-parts: $(SETUP_PARTS)
+	@:
 
 deb:
 	@missing=""; for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
