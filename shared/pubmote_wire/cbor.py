@@ -63,27 +63,33 @@ _F32 = bytearray(4)  # scratch for the float-width check: no allocation per floa
 
 def _float_head(x):
     """(CBOR initial byte, IEEE bits as an int or None for the double itself) of float x in
-    its preferred width. The float32 bits are read byte by byte: on a 32-bit board an int
-    above 2**30 would be a heap object."""
+    its preferred width. The float32 fields are worked out by hand, as _ieee reads them
+    (struct's "f" format is not on every MicroPython), and kept as small ints: on a 32-bit
+    board an int above 2**30 would be a heap object."""
+    import math
+
     if x != x:
         return 0xF9, 0x7E00
-    try:
-        struct.pack_into(">f", _F32, 0, x)
-    except OverflowError:  # CPython: too large for a float32
-        return 0xFB, None
-    if struct.unpack_from(">f", _F32, 0)[0] != x:
-        return 0xFB, None
-    b0 = _F32[0]
-    b1 = _F32[1]
-    sign = (b0 & 0x80) << 8
-    exp = ((b0 & 0x7F) << 1) | (b1 >> 7)
-    mant = ((b1 & 0x7F) << 16) | (_F32[2] << 8) | _F32[3]
-    if exp == 0xFF:  # infinity (NaN was handled above)
-        return 0xF9, sign | 0x7C00
-    if exp == 0 and mant == 0:
+    sign = 0x8000 if math.copysign(1.0, x) < 0 else 0
+    if x == 0:
         return 0xF9, sign
+    if x == x * 2:  # infinity: the only non-zero float that doubling leaves unchanged
+        return 0xF9, sign | 0x7C00
+    m, e = math.frexp(-x if sign else x)  # |x| = m * 2**e, 0.5 <= m < 1
+    e -= 1  # |x| = 1.f * 2**e
+    if e > 127:
+        return 0xFB, None
+    if e >= -126:
+        t = math.ldexp(m, 24)  # the 24-bit significand, if x has one
+        exp = e + 127
+    else:  # a float32 subnormal: k * 2**-149 with k < 2**23
+        t = math.ldexp(-x if sign else x, 149)
+        exp = 0
+    mant = int(t)
+    if mant != t:  # not a float32 value: the double itself
+        return 0xFB, None
+    mant &= 0x7FFFFF
     if exp:
-        e = exp - 127
         if -14 <= e <= 15 and not mant & 0x1FFF:
             return 0xF9, sign | ((e + 15) << 10) | (mant >> 13)
         if -24 <= e < -14:  # a half subnormal: m * 2**-24 with m < 1024
@@ -91,6 +97,10 @@ def _float_head(x):
             shift = -1 - e
             if not m & ((1 << shift) - 1):
                 return 0xF9, sign | (m >> shift)
+    _F32[0] = (sign >> 8) | (exp >> 1)
+    _F32[1] = ((exp & 1) << 7) | (mant >> 16)
+    _F32[2] = (mant >> 8) & 0xFF
+    _F32[3] = mant & 0xFF
     return 0xFA, -1  # the float32 bits are in _F32
 
 
