@@ -8,23 +8,19 @@ pytest-xdist worker runs it."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import PipelineJob, committed_batches
 
 import oracle
 from pubmote.pipeline.batch import compute
 from pubmote.pipeline.synth import records, write_journal
 from standalone import Cluster
 
-PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 OPTS = {"window": "1 minute", "watermark": "1 minute"}
 W_KEYS, H_KEYS = ("window_start", "topic", "origin"), ("window_start", "node")
 
@@ -39,44 +35,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         c.stop()
 
 
-class Driver:
-    """One `pubmote pipeline` process (the Spark driver) on the cluster."""
-
-    def __init__(self, args: list[str], log: Path) -> None:
-        self.log_path = log
-        with log.open("ab") as f:
-            self.p = subprocess.Popen([PUBMOTE, "pipeline", *args],
-                                      env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
-                                      stdout=f, stderr=subprocess.STDOUT)
-
-    def wait_for(self, pred: Callable[[], bool], timeout_s: float, what: str) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not pred():
-            assert self.p.poll() is None, "the driver died: %s" % self.tail()
-            assert time.monotonic() < deadline, "timed out waiting for %s: %s" % (
-                what, self.tail())
-            time.sleep(0.05)
-
-    def tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
-
-    def kill9(self) -> None:
-        os.kill(self.p.pid, signal.SIGKILL)
-        self.p.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-
-
-def _batches(ckpt: Path, what: str) -> int:
-    d = ckpt / "windows" / what
-    return len([f for f in d.iterdir() if f.name.isdigit()]) if d.exists() else 0
 
 
 def _tables(spark: Any, journal: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
@@ -100,7 +58,7 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
     full = tmp_path / "full"
     for i, c in enumerate(chunks):
         write_journal(full, iter(c), start_index=i)
-    batch = Driver([str(full), "--out", str(tmp_path / "batch"), *cluster.conf()],
+    batch = PipelineJob([str(full), "--out", str(tmp_path / "batch"), *cluster.conf()],
                    tmp_path / "batch.log")
     try:
         want_w, want_h = _tables(spark, full)  # local mode's, while the cluster works
@@ -120,19 +78,19 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
               "--max-files-per-trigger", "2", *cluster.conf()]
     for i, c in enumerate(chunks[:2]):
         write_journal(journal, iter(c), start_index=i)
-    driver = Driver(follow, log)
+    driver = PipelineJob(follow, log)
     try:
-        driver.wait_for(lambda: _batches(ckpt, "commits") >= 1, 300, "a first batch")
+        driver.wait_for(lambda: committed_batches(ckpt, "commits") >= 1, 300, "a first batch")
         cluster.workers[0].kill9()
         for i, c in enumerate(chunks[2:-1], start=2):
             write_journal(journal, iter(c), start_index=i)
-        done = _batches(ckpt, "commits")
+        done = committed_batches(ckpt, "commits")
         # the stream goes on with the worker that is left (lost tasks run again there)
-        driver.wait_for(lambda: _batches(ckpt, "commits") >= done + 1, 300,
+        driver.wait_for(lambda: committed_batches(ckpt, "commits") >= done + 1, 300,
                         "a batch after the worker was lost")
         # aim for the worst moment: a batch planned (offsets written) but not committed
         deadline = time.monotonic() + 10
-        while (_batches(ckpt, "offsets") <= _batches(ckpt, "commits")
+        while (committed_batches(ckpt, "offsets") <= committed_batches(ckpt, "commits")
                and time.monotonic() < deadline):
             time.sleep(0.005)
         driver.kill9()
@@ -161,7 +119,7 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
             counted[name] = (max(batches), int(spark.read.parquet(str(out / name)).count()))
         return counted[name][1]
 
-    driver = Driver(follow, log)
+    driver = PipelineJob(follow, log)
     try:
         driver.wait_for(lambda: sink_rows("windows") >= len(want_w)
                         and sink_rows("health") >= len(want_h), 300, "every window")

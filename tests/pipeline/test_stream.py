@@ -5,60 +5,23 @@ journal, row for row, with no window lost or counted twice."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jobs import PipelineJob, committed_batches
 
 import oracle
 from pubmote.pipeline.batch import compute
 from pubmote.pipeline.synth import records, write_journal
 
-PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 
-
-def _batches(ckpt: Path, what: str) -> int:
-    d = ckpt / "windows" / what
-    return len([f for f in d.iterdir() if f.name.isdigit()]) if d.exists() else 0
-
-
-class Job:
-    """One `pubmote pipeline --follow` process, its output kept in a file."""
-
-    def __init__(self, journal: Path, out: Path, log: Path) -> None:
-        self.log = log.open("ab")
-        self.p = subprocess.Popen(
-            [PUBMOTE, "pipeline", str(journal), "--out", str(out), "--follow",
-             "--trigger-seconds", "0.3", "--max-files-per-trigger", "1",
-             "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"],
-            stdout=self.log, stderr=self.log)
-
-    def wait_for(self, pred: Any, timeout_s: float, what: str, log: Path) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not pred():
-            assert self.p.poll() is None, "the job died: %s" % log.read_text()[-3000:]
-            assert time.monotonic() < deadline, "timed out waiting for %s: %s" % (
-                what, log.read_text()[-3000:])
-            time.sleep(0.05)
-
-    def kill9(self) -> None:
-        os.kill(self.p.pid, signal.SIGKILL)
-        self.p.wait(timeout=30)
-        self.log.close()
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.log.close()
+def follow_job(journal: Path, out: Path, log: Path) -> PipelineJob:
+    """`pubmote pipeline --follow` on local[2], a file a micro-batch."""
+    return PipelineJob([str(journal), "--out", str(out), "--follow", "--trigger-seconds",
+                        "0.3", "--max-files-per-trigger", "1", "--master", "local[2]",
+                        "--conf", "spark.sql.shuffle.partitions=2"], log)
 
 
 @pytest.mark.timeout(900)  # three JVM starts and some 30 micro-batches on 2 busy cores
@@ -72,14 +35,14 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> Non
 
     kills = 0
     for n in range(2):  # two runs killed with -9 while a batch is in flight
-        job = Job(journal, out, log)
+        job = follow_job(journal, out, log)
         try:
-            base = _batches(ckpt, "commits")
-            job.wait_for(lambda b=base: _batches(ckpt, "commits") >= b + 2, 300,
-                         "two committed batches", log)
+            base = committed_batches(ckpt, "commits")
+            job.wait_for(lambda b=base: committed_batches(ckpt, "commits") >= b + 2, 300,
+                         "two committed batches")
             # aim for the worst moment: a batch planned (offsets written) but not committed
             deadline = time.monotonic() + 5
-            while (_batches(ckpt, "offsets") <= _batches(ckpt, "commits")
+            while (committed_batches(ckpt, "offsets") <= committed_batches(ckpt, "commits")
                    and time.monotonic() < deadline):
                 time.sleep(0.005)
             job.kill9()
@@ -127,9 +90,9 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> Non
         seen[0] = logs
         return sink_rows("windows") >= len(want_w) and sink_rows("health") >= len(want_h)
 
-    job = Job(journal, out, log)
+    job = follow_job(journal, out, log)
     try:
-        job.wait_for(all_windows_written, 300, "every window", log)
+        job.wait_for(all_windows_written, 300, "every window")
     finally:
         job.stop()
     got_w = oracle.table_rows(spark.read.parquet(str(out / "windows")),

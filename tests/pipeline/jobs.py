@@ -1,0 +1,55 @@
+"""A `pubmote pipeline` process under test (its output appended to a log file), and the
+streaming checkpoint's batch count: shared by the local-mode and cluster streaming tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PUBMOTE = str(Path(sys.executable).parent / "pubmote")
+
+
+class PipelineJob:
+    """One `pubmote pipeline ARGS` process (a Spark driver)."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log_path = log
+        with log.open("ab") as f:
+            self.p = subprocess.Popen([PUBMOTE, "pipeline", *args],
+                                      env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+                                      stdout=f, stderr=subprocess.STDOUT)
+
+    def wait_for(self, pred: Callable[[], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not pred():
+            assert self.p.poll() is None, "the driver died: %s" % self.tail()
+            assert time.monotonic() < deadline, "timed out waiting for %s: %s" % (
+                what, self.tail())
+            time.sleep(0.05)
+
+    def tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+    def kill9(self) -> None:
+        os.kill(self.p.pid, signal.SIGKILL)
+        self.p.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def committed_batches(ckpt: Path, what: str) -> int:
+    """Batches in the windows query's checkpoint log `what` ("offsets" or "commits")."""
+    d = ckpt / "windows" / what
+    return len([f for f in d.iterdir() if f.name.isdigit()]) if d.exists() else 0
