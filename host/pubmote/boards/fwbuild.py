@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pubmote.boards import files
+from pubmote.boards import files, uf2
 
 CACHE = files.build_dir() / "firmware"
 DEFAULT_OUT = CACHE / "pico"
@@ -180,27 +180,6 @@ def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
     progress("%s done in %.0f s" % (what, time.monotonic() - t0))
 
 
-def _picotool(tree: Path, log: Path, progress: Callable[[str], None]) -> Path:
-    """picotool built from the tree's sibling (pico-sdk 2.x wants it, and would clone it)."""
-    src = tree.parent / "picotool"
-    if not (src / "CMakeLists.txt").is_file():
-        return Path()  # a user's tree: pico-sdk finds (or fetches) picotool itself
-    key = hashlib.sha256(str(src).encode()).hexdigest()[:12]
-    inst = CACHE / ("picotool-" + key)
-    stamp = inst / ".installed"
-    if not stamp.exists():
-        bdir = CACHE / ("picotool-build-" + key)
-        sdk = tree / "lib" / "pico-sdk"
-        _run(["cmake", "-S", str(src), "-B", str(bdir), "-DPICO_SDK_PATH=%s" % sdk,
-              "-DPICOTOOL_NO_LIBUSB=1", "-DCMAKE_INSTALL_PREFIX=%s" % inst,
-              "-DCMAKE_BUILD_TYPE=Release"], log, progress, "configuring picotool")
-        _run(["cmake", "--build", str(bdir), "-j", str(os.cpu_count() or 2)], log, progress,
-             "building picotool")
-        _run(["cmake", "--install", str(bdir)], log, progress, "installing picotool")
-        stamp.write_text("ok")
-    return inst / "lib" / "cmake" / "picotool"
-
-
 def build(board: str = "pico", *, micropython: str | None = None, out: Path | None = None,
           progress: Callable[[str], None] = print) -> Path:
     """Build (or take from the cache) the firmware for `board`; returns the folder that
@@ -271,7 +250,6 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         # MicroPython names its version after `git describe` of the tree; the unpacked
         # tarball sits inside this repository's checkout, whose commit is not MicroPython's
         env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent.parent))
-        picotool_dir = _picotool(tree, log, progress) if port == "rp2" else Path()
         _run(["make", "-j", jobs, "-C", str(tree / "mpy-cross")], log, progress,
              "building mpy-cross", env=env)
         # the build folder depends on the tree: cmake keeps the manifest and paths it was
@@ -279,15 +257,20 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         obj = CACHE / ("obj-%s-%s" % (board, hashlib.sha256(str(tree).encode()).hexdigest()[:8]))
         manifest = stage_sources(CACHE / "sources")
         cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % manifest
-        if picotool_dir != Path():
-            cmake_args += " -Dpicotool_DIR=%s" % picotool_dir
+        if port == "rp2":
+            # no picotool: pico-sdk 2.x would build it (or clone it) only to write the UF2
+            # and sign RP2350 images; the RP2040's UF2 is written below from firmware.bin
+            cmake_args += " -DPICO_NO_PICOTOOL=1"
         _run(["make", "-j", jobs, "-C", str(port_dir), "BOARD=" + mp_board, "BUILD=" + str(obj),
               "CMAKE_ARGS=" + cmake_args], log, progress, "building the firmware", env=env)
         tmp = cached.with_name(cached.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         for f in OUTPUTS:
-            shutil.copy2(obj / f, tmp / f)
+            if f == "firmware.uf2" and port == "rp2":
+                (tmp / f).write_bytes(uf2.from_bin((obj / "firmware.bin").read_bytes()))
+            else:
+                shutil.copy2(obj / f, tmp / f)
         (tmp / "inputs.sha256").write_text(key + "\n")
         shutil.rmtree(cached, ignore_errors=True)
         tmp.rename(cached)  # whole or not at all: a killed build leaves no cache entry

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pubmote.boards import fwbuild
+from pubmote.boards import fwbuild, uf2
 from pubmote.boards.emu import FS_BLOCK, FS_BYTES, LFS2_DISK_VERSION, make_fs_image
 
 
@@ -61,9 +61,11 @@ def test_unchanged_build_comes_from_the_cache(tmp_path: Path) -> None:
     out = fwbuild.build("pico", out=tmp_path / "fw", progress=lines.append)
     assert time.monotonic() - t0 < 10, lines
     assert any("up to date" in line for line in lines), lines
-    uf2 = (out / "firmware.uf2").read_bytes()
-    assert uf2[:4] == b"UF2\n"  # the UF2 block magic
-    assert (out / "firmware.bin").stat().st_size > 100_000
+    image = (out / "firmware.bin").read_bytes()
+    assert len(image) > 100_000
+    # the UF2 holds firmware.bin at the start of flash, as the boot ROM takes it
+    start, flashed = uf2.to_bin((out / "firmware.uf2").read_bytes())
+    assert start == uf2.FLASH_BASE and flashed[:len(image)] == image
     key = (out / "inputs.sha256").read_text().strip()
     toolchain = fwbuild.check_toolchain()
     _, tree_id = fwbuild.resolve_tree(None, lambda line: None)
