@@ -326,6 +326,12 @@ class Node:
                     self.connected = False
                 if missed >= 6:
                     raise OSError("bridge not answering")
+            # a dict keeps its grown table when emptied: after a burst of fetches (up to 16
+            # pending) or publishes, an empty one is swapped for a new one (~100 B back)
+            if not self._pending:
+                self._pending = {}
+            if not self._soft:
+                self._soft = {}
             self._filters_dirty.clear()
             await _wait(self._filters_dirty,
                         self.config.get("keepalive_ms", 3000) if self.connected else 500)
