@@ -283,6 +283,16 @@ class Node:
                 from . import links
 
                 link = links.from_config(self.config)
+                # links only picks the link's module (which stays loaded): let it go again,
+                # as _lp_parts does lp (kept, ~0.3 kB of the board's heap for good)
+                del links
+                import sys
+
+                import pubmote_node
+
+                sys.modules.pop("pubmote_node.links", None)
+                if hasattr(pubmote_node, "links"):
+                    delattr(pubmote_node, "links")
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
