@@ -9,9 +9,8 @@ import sys
 gc.collect()
 M0 = gc.mem_alloc()
 
-from pubmote_wire import cbor, data, framing, interest, notify  # noqa: E402
+from pubmote_wire import cbor, control, data, framing, interest, notify  # noqa: E402
 
-REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
 N = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 1000
 
 
@@ -67,7 +66,7 @@ class BridgeEmu:
         if pkt[0] == 0x05:
             i = interest.decode_interest(pkt)
             nm = bytes(i.name)
-            if nm[0 : len(REGISTER)] == REGISTER:
+            if nm[0 : len(control.REGISTER)] == control.REGISTER:
                 self.send(data.encode(nm, cbor.dumps({"gateway": "/pubmote/gw/emu"}),
                                       freshness_ms=0))
                 return

@@ -10,7 +10,8 @@ flight), and "handled", once two readings 200 ms apart agree (nothing in flight)
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
 SubFilter; not hmac256, loaded only with a key), then the node; no demo app (a board runs one
-app; the bench's own is compiled into RAM and counts in the rows after the probe's)."""
+app). The bench app is frozen into its own build of the firmware beside pubmote
+(`pubmote firmware build --app`, as a user freezes theirs), so its code is in flash too."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ from pubmote.boards.cable import end_process  # noqa: E402
 from pubmote.boards.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  # noqa: E402
 
 NAME = "pico1"
+APP = ROOT / "bench" / "firmware" / "pico_app" / "pico_bench.py"
 N = 1000
 GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 
@@ -45,8 +47,9 @@ class Board:
     def __init__(self, tmp: Path) -> None:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
-        self.board = PicoBoard(NAME, tmp, app="pico_bench",
-                               app_dir=ROOT / "bench" / "firmware" / "pico_app")
+        # the bench app frozen into the firmware beside pubmote, as a user freezes theirs
+        fw = fwbuild.build("pico", apps=[APP], progress=lambda line: None)
+        self.board = PicoBoard(NAME, tmp, app="pico_bench", firmware=fw / "firmware.bin")
         self.call(self.board.start)
 
     def call(self, fn: Callable[..., object], *args: object) -> object:
@@ -66,7 +69,7 @@ class Board:
 
 
 # Node() on its own, as a board with a frozen app has it: the probe's few lines are the only
-# code in RAM (the bench app below is compiled from /lib into RAM, and counts in its figures).
+# code in RAM (the bench app below is frozen into its firmware, as a user's app would be).
 # The wire stage imports what pubmote_node.node loads (lp loads on a board's first Nack, sp's
 # SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
 # is an app like the bench's
@@ -168,7 +171,7 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
     print("  heap (gc.mem_alloc after gc.collect), goal <= %d B after Node(), <= %d B after "
           "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
     print("  (the probe: Node() alone, as with a frozen app, importing only what the node "
-          "loads; the bench app's figures include its own code, compiled into RAM from /lib)")
+          "loads; the bench app is frozen into its firmware beside pubmote)")
     rows = [("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio")]
     rows += [("  + pubmote_wire.%s" % m, "heap.wire." + m) for m in WIRE]
     rows += [("pubmote_node.node imported (probe)", "heap.imports"),

@@ -2,23 +2,11 @@
 # nanomsg-style prefix filters, receive, and keep the link to the bridge up by itself.
 import asyncio
 
-from pubmote_wire import cbor, framing, interest, name, notify, tlv
+from pubmote_wire import control, framing, interest, name, notify, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 from pubmote_wire.subfilter import SubFilter
-
-try:
-    from time import ticks_diff, ticks_ms
-except ImportError:  # CPython, for host-side tests of the node
-    import time
-
-    def ticks_ms():
-        return int(time.monotonic() * 1000)
-
-    def ticks_diff(a, b):
-        return a - b
-
 
 MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
 _SEEN_MAX = const(32)  # messages remembered against duplicate notifies
@@ -30,14 +18,9 @@ _EV = const(0)
 _DATA = const(1)
 _PKT = const(2)
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
-# Names as bytes literals, which frozen code keeps in flash (built at import, they would be
-# heap): /pubmote/ctl/register, /pubmote/ctl/hello, and the component msg
-REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"
-HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"
-_MSG = b"\x08\x03msg"
-_SIGNER = notify.DIGEST  # the codec's one DigestSigner
-# directed messages travel as topics /pubmote/to/<address>; the bridge routes them
-_TO = b"/pubmote/to/"
+# directed messages travel as topics /pubmote/to/<address>; the bridge routes them (a
+# const: no module global, which would be heap on a board)
+_TO = const(b"/pubmote/to/")
 
 
 class Message:
@@ -120,18 +103,15 @@ class Node:
             from . import wifi
 
             self._wifi = wifi.from_config(config, wlan)
-        self.max_soft = config.get("max_soft", 8)
-        self.max_soft_bytes = config.get("max_soft_bytes", 4096)
-        self.queue_len = config.get("queue_len", 16)
+        # max_soft, max_soft_bytes, queue_len, retries, keepalive_ms and inline (small
+        # messages inline in their notify: docs/protocols/board-link.md) are read from the
+        # config where used: an attribute each would cost the board's heap (this object's
+        # table is at a size's edge)
         self.timeout_ms = config.get("timeout_ms", 1500)
-        self.retries = config.get("retries", 3)
-        self.keepalive_ms = config.get("keepalive_ms", 3000)
-        # small messages inline in their notify (docs/protocols/board-link.md)
-        self.inline = config.get("inline", True)
         # with a key (from `pubmote deploy --key-file`) the board signs with HmacWithSha256
         key = config.get("key")
         self._key = None
-        self._signer = _SIGNER
+        self._signer = notify.DIGEST  # the codec's one DigestSigner
         if key:
             from binascii import unhexlify
 
@@ -182,7 +162,7 @@ class Node:
 
     def subscribe(self, *prefixes):
         """Subscribe to byte prefixes of `<topic URI>|<payload>` (empty matches all)."""
-        sub = Subscription(self, prefixes, self.queue_len)
+        sub = Subscription(self, prefixes, self.config.get("queue_len", 16))
         self._subs.append(sub)
         self._filters_changed()
         return sub
@@ -200,7 +180,9 @@ class Node:
                                    signer=self._signer)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
-        if len(self._soft) >= self.max_soft or self._soft_bytes + n > self.max_soft_bytes:
+        cfg = self.config
+        if (len(self._soft) >= cfg.get("max_soft", 8)
+                or self._soft_bytes + n > cfg.get("max_soft_bytes", 4096)):
             self.counters["soft_full"] += 1
             return False
         data = bytes(memoryview(self._tx)[0:n])
@@ -209,9 +191,9 @@ class Node:
         self.counters["published"] += 1
         # a small message rides in the notify itself: the bridge acks it without fetching
         # (one round trip instead of two); a bridge that does not know INLINE_MSG fetches
-        inline = data if self.inline and n <= _INLINE_MAX else None
+        inline = data if cfg.get("inline", True) and n <= _INLINE_MAX else None
         try:
-            for _ in range(self.retries + 1):
+            for _ in range(cfg.get("retries", 3) + 1):
                 n = notify.encode_notify_interest(
                     self._tx, 0, topic_name, self.prefix, nonce,
                     lifetime_ms=self.timeout_ms, signer=self._signer,
@@ -230,7 +212,7 @@ class Node:
         """The queue of directed messages for this board: `msg = await q.recv()` gives a
         Directed. Messages the bridge addresses here arrive whatever the filters are."""
         if self._inbox is None:
-            self._inbox = Subscription(self, (), self.queue_len)
+            self._inbox = Subscription(self, (), self.config.get("queue_len", 16))
         return self._inbox
 
     async def send(self, address, topic, payload):
@@ -301,6 +283,16 @@ class Node:
                 from . import links
 
                 link = links.from_config(self.config)
+                # links only picks the link's module (which stays loaded): let it go again,
+                # as _lp_parts does lp (kept, ~0.3 kB of the board's heap for good)
+                del links
+                import sys
+
+                import pubmote_node
+
+                sys.modules.pop("pubmote_node.links", None)
+                if hasattr(pubmote_node, "links"):
+                    delattr(pubmote_node, "links")
             try:
                 if self._wifi is not None:
                     await self._wifi.ensure()  # no address, no link: join first
@@ -344,27 +336,29 @@ class Node:
                     self.connected = False
                 if missed >= 6:
                     raise OSError("bridge not answering")
+            # a dict keeps its grown table when emptied: after a burst of fetches (up to 16
+            # pending) or publishes, an empty one is swapped for a new one (~100 B back)
+            if not self._pending:
+                self._pending = {}
+            if not self._soft:
+                self._soft = {}
             self._filters_dirty.clear()
-            await _wait(self._filters_dirty, self.keepalive_ms if self.connected else 500)
+            await _wait(self._filters_dirty,
+                        self.config.get("keepalive_ms", 3000) if self.connected else 500)
 
     async def _register(self):
-        params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
-                             "filters": self.filters(),
-                             "serve": [name.to_uri(p) for p, _ in self._served]})
-        n = interest.encode_interest(
-            self._tx, 0, REGISTER + name.generic(self.name.encode()),
-            nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True,
-            signer=self._signer if self._key else None,
-            sig_nonce=urandom(8) if self._key else None,
-            sig_time_ms=self._now_ms() if self._key else None)
+        params = control.register_params(self.name, name.to_uri(self.prefix), self.filters(),
+                                         [name.to_uri(p) for p, _ in self._served])
+        n = control.encode_register(
+            self._tx, 0, self.name.encode(), params, -1, self.timeout_ms,
+            self._signer if self._key else None, urandom(8) if self._key else None,
+            self._now_ms() if self._key else None)
         p = await self._express(n, keep=True)
         if p is None:
             return False
         self.counters["registrations"] += 1
         try:
-            info = cbor.loads(p[_DATA].content)
-            self.gateway = info.get("gateway")
-            gw_ms = info.get("time_ms")
+            self.gateway, gw_ms = control.decode_reply(p[_DATA].content)
             if gw_ms and self._key:
                 from pubmote_wire.data import verify_data
 
@@ -477,16 +471,13 @@ class Node:
     def _on_interest(self, pkt):
         i = interest.decode_interest(pkt)
         nm = bytes(i.name)
-        plen = len(self.prefix)
-        if nm[:plen] == self.prefix and nm[plen : plen + len(_MSG)] == _MSG:
-            # a fetch of one of our messages: the nonce is the last component
-            comps = name.components(nm)
-            nonce = bytes(name.component_type_value(comps[-1])[1])
+        nonce = control.fetched_nonce(nm, self.prefix)
+        if nonce is not None:  # a fetch of one of our messages
             data = self._soft.get(nonce)
             if data is not None:
                 asyncio.create_task(self._send_quiet(data))
             return
-        if nm[: len(HELLO)] == HELLO:
+        if nm[: len(control.HELLO)] == control.HELLO:
             self._filters_dirty.set()
             return
         for prefix, handler in self._served:
@@ -515,9 +506,10 @@ class Node:
             await self._ack(notify_name)
             return
         data = None
-        for _ in range(self.retries):
+        for _ in range(self.config.get("retries", 3)):
+            # the codec picks a random Interest nonce
             n = notify.encode_msg_interest(self._tx, 0, publisher, topic, nonce,
-                                           interest_nonce=_nonce32(), lifetime_ms=self.timeout_ms)
+                                           lifetime_ms=self.timeout_ms)
             data = await self._express(n)
             if data is not None:
                 break
@@ -591,10 +583,8 @@ class Node:
         seen[p + 2 : p + 2 + len(key)] = key
 
     async def _ack(self, notify_name):
-        buf = bytearray(len(notify_name) + 96)
-        n = notify.encode_ack_data(buf, 0, notify_name, signer=_SIGNER)
         try:
-            await self._send(memoryview(buf)[0:n])
+            await self._send(control.encode_ack(notify_name))
         except OSError:
             pass
 
@@ -660,11 +650,6 @@ def _nonce_key(nonce):
     return sha256(nonce).digest()[:_NONCE_KEPT]
 
 
-def _nonce32():
-    b = urandom(4)
-    return (b[0] << 24) | (b[1] << 16) | (b[2] << 8) | b[3]
-
-
 def _interest_name(buf, n):
     r = tlv.TLVReader(buf, 0, n)
     r.expect(0x05)
@@ -676,7 +661,7 @@ def _interest_name(buf, n):
 def _encode_data(nm, content):
     from pubmote_wire import data
 
-    return data.encode(nm, content, freshness_ms=1000, signer=_SIGNER)
+    return data.encode(nm, content, freshness_ms=1000, signer=notify.DIGEST)
 
 
 def _lp_parts(pkt):

@@ -5,7 +5,6 @@ from .errors import DecodeError, EncodeError
 from .namewire import comp_end, name_len, put_name, walk
 from .signature import (
     _DIGEST,
-    SIGNATURE_INFO,
     parse_info,
     verify2,
 )
@@ -19,7 +18,7 @@ from .tlv import (
     write_tlv,
 )
 
-DATA = const(0x06)
+_DATA = const(0x06)
 _NAME = const(0x07)
 _META_INFO = const(0x14)
 _CONTENT = const(0x15)
@@ -29,11 +28,9 @@ _CONTENT_TYPE = const(0x18)
 _FRESHNESS = const(0x19)
 _FINAL_BLOCK_ID = const(0x1A)
 
-# ContentType values.
+# ContentType BLOB (the one pubmote writes; LINK 1, KEY 2, NACK 3 are only read: not module
+# globals, each of which is heap on a board)
 BLOB = const(0)
-LINK = const(1)
-KEY = const(2)
-NACK = const(3)
 
 def _clear(d):
     d.name = d.content_type = d.freshness_ms = d.final_block_id = d.content = None
@@ -76,12 +73,12 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         vl += tl_size(_META_INFO, m)
     if content is not None:
         vl += tl_size(_CONTENT, len(content))
-    total = tl_size(DATA, vl)
+    total = tl_size(_DATA, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, DATA, vl)
+    p = off + write_tl(buf, off, _DATA, vl)
     s0 = p
     p += write_tl(buf, p, _NAME, nl)
     p = put_name(buf, p, name, n2, n3, n4)
@@ -95,7 +92,7 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
             p += write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
     if content is not None:
         p += write_tlv(buf, p, _CONTENT, content)
-    p += signer.write_info(buf, p, SIGNATURE_INFO)
+    p += signer.write_info(buf, p, _SIG_INFO)
     p += write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
     return p - off
 
@@ -132,7 +129,7 @@ def decode_data(buf, into=None):
     mv = memoryview(buf)
     r = d._r
     r.reset(buf)
-    if not r.next() or r.typ != DATA or r.vend != len(mv):
+    if not r.next() or r.typ != _DATA or r.vend != len(mv):
         raise DecodeError("bad Data")
     _clear(d)
     d._s0 = r.vstart

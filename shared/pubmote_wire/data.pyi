@@ -3,9 +3,6 @@ from pubmote_wire._types import Buf, WBuf
 from pubmote_wire.signature import _Signer
 
 BLOB: int
-LINK: int
-KEY: int
-NACK: int
 
 class Data:
     name: memoryview

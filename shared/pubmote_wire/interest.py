@@ -20,11 +20,15 @@ from .tlv import (
 _NAME = const(0x07)
 _FORWARDING_HINT = const(0x1E)
 _APP_PARAMS = const(0x24)
-# Known elements in their v0.3 order; _RANK[type] - 1 is the place (a table: no allocation).
-_RANK = bytearray(0x2F)
-for _k, _t in enumerate(b"\x07\x21\x12\x1e\x0a\x0c\x22\x24\x2c\x2e"):
-    _RANK[_t] = _k + 1
-del _k, _t  # module globals are heap on a board
+# Known elements in their v0.3 order (Name 07, CanBePrefix 21, MustBeFresh 12,
+# ForwardingHint 1e, Nonce 0a, InterestLifetime 0c, HopLimit 22, ApplicationParameters 24,
+# InterestSignatureInfo 2c, InterestSignatureValue 2e); _RANK[type] - 1 is the place. A
+# const bytes literal: no allocation, no module global (frozen, it stays in flash)
+_RANK = const(
+    b"\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x05\x00\x06\x00\x00\x00"
+    b"\x00\x00\x03\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x04\x00"
+    b"\x00\x02\x07\x00\x08\x00\x00\x00\x00\x00\x00\x00\x09\x00\x0a"
+)
 
 
 def _strip_digest(name):
@@ -42,20 +46,22 @@ def _strip_digest(name):
 
 # Random Interest nonces are written as 4 bytes from a pool refilled 32 bytes at a time:
 # no int (above 2**30 it would be a heap object on a 32-bit board) and few allocations.
-_POOL = bytearray(32)
-_pool = [32]  # next unused byte of _POOL
+# Its last byte is the next unused one's index (one object, one module global: on a board
+# each global is heap, and this module's table is at a size's edge)
+_POOL = bytearray(33)
+_POOL[32] = 32
 
 
 def _rand4(buf, p):
-    k = _pool[0]
+    k = _POOL[32]
     if k >= 32:
-        _POOL[:] = urandom(32)
+        _POOL[0:32] = urandom(32)
         k = 0
     buf[p] = _POOL[k]
     buf[p + 1] = _POOL[k + 1]
     buf[p + 2] = _POOL[k + 2]
     buf[p + 3] = _POOL[k + 3]
-    _pool[0] = k + 4
+    _POOL[32] = k + 4
 
 
 def _clear(i):

@@ -2,23 +2,28 @@
 # A Name is the TLV-VALUE of the Name element: the concatenation of its component TLVs,
 # held as bytes (or any bytes-like). Flat bytes mean no per-component objects when
 # encoding, and python-ndn's b"".join(name) gives the same bytes.
+# On a board each module global is heap, and this module's table sits at a size's edge:
+# its tables are consts (no global), and what only an error path or validate() uses is
+# imported there (from modules loaded anyway).
 from .compat import const
-from .errors import DecodeError, EncodeError
-from .namewire import comp_end, walk
+from .errors import DecodeError
+from .namewire import comp_end
 from .tlv import nonneg_size, read_varnum, varnum_size, write_nonneg, write_varnum
 
-GENERIC = const(0x08)
+_GENERIC = const(0x08)
 _MAX_TYPE = const(0xFFFF)  # component types are 1..65535
 # Typed components with a URI form: (type, prefix, is-a-number); others print as "<type>=".
-_ALT = ((0x32, "seg", 1), (0x34, "off", 1), (0x36, "v", 1), (0x38, "t", 1), (0x3A, "seq", 1),
-        (0x01, "sha256digest", 0), (0x02, "params-sha256", 0))
+_ALT = const(((0x32, "seg", 1), (0x34, "off", 1), (0x36, "v", 1), (0x38, "t", 1),
+              (0x3A, "seq", 1), (0x01, "sha256digest", 0), (0x02, "params-sha256", 0)))
 # RFC 3986 unreserved characters stay as they are in a URI; the rest are %XX.
-_KEEP = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+_KEEP = const(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 # A component TLV of type typ holding the bytes-like value.
 def component(typ, value):
     if typ <= 0 or typ > _MAX_TYPE:
+        from .errors import EncodeError
+
         raise EncodeError("bad name component")
     n = len(value)
     out = bytearray(varnum_size(typ) + varnum_size(n) + n)
@@ -32,7 +37,7 @@ def component(typ, value):
 def generic(value):
     if isinstance(value, str):
         value = value.encode()
-    return component(GENERIC, value)
+    return component(_GENERIC, value)
 
 
 def _number(typ, n):
@@ -70,6 +75,8 @@ def sequence(n):
 
 def _digest(typ, d):
     if len(d) != 32:
+        from .errors import EncodeError
+
         raise EncodeError("bad digest")
     return bytes((typ, 32)) + bytes(d)
 
@@ -84,6 +91,8 @@ def implicit_digest(d):
 
 # Raise DecodeError unless name (a bytes-like TLV-VALUE) is a well-formed Name.
 def validate(name):
+    from .namewire import walk
+
     try:
         walk(name, 0, len(name), False)
     except (IndexError, TypeError):
@@ -177,7 +186,7 @@ def to_uri(name):
                 elif len(v) in (1, 2, 4, 8):
                     s = key + "=" + str(int.from_bytes(bytes(v), "big"))
         if s is None:
-            s = _escape(v) if t == GENERIC else "%d=%s" % (t, _escape(v))
+            s = _escape(v) if t == _GENERIC else "%d=%s" % (t, _escape(v))
         out.append(s)
     return "/" + "/".join(out)
 
@@ -239,7 +248,7 @@ def _from_uri_component(s):
         c = component(t, _unescape(val))
         comp_end(c, 0, len(c))  # digests must be 32 bytes
         return c
-    return component(GENERIC, _unescape(s))
+    return component(_GENERIC, _unescape(s))
 
 
 # Parse an NDN URI ("/a/b", "ndn:/a", "seg=3", "sha256digest=..") into a Name.

@@ -19,22 +19,23 @@ PUBLISHER_FWD_HINT = const(0xD3)
 INLINE_MSG = const(0xF0)
 APP_PARAM = const(0x24)
 _NAME = const(0x07)
-_NOTIFY = b"\x08\x06notify"
-_MSG = b"\x08\x03msg"
+# the components notify and msg (pubmote_wire.control matches names with them too)
+NOTIFY = b"\x08\x06notify"
+MSG = b"\x08\x03msg"
 DEFAULT_LIFETIME_MS = const(4000)
 DIGEST = _DIGEST  # one shared DigestSigner
 
 
 # /<topic>/notify (without the ParametersSha256Digest the Interest adds).
 def notify_name(topic):
-    return bytes(topic) + _NOTIFY
+    return bytes(topic) + NOTIFY
 
 
 # /<publisher>/msg/<topic>/<nonce>.
 def msg_name(publisher, topic, nonce):
     b = bytearray(tl_size(8, len(nonce)))
     write_tlv(b, 0, 8, nonce)
-    return bytes(publisher) + _MSG + bytes(topic) + b
+    return bytes(publisher) + MSG + bytes(topic) + b
 
 
 # Bytes of the NotifyAppParam value (what goes inside ApplicationParameters).
@@ -122,7 +123,7 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
     if inline is not None:
         if fwd_hint is not None:
             raise ValueError("an inline message goes without a forwarding hint")
-        return _encode(buf, off, topic, _NOTIFY,
+        return _encode(buf, off, topic, NOTIFY,
                        nonce=-1 if interest_nonce is None else interest_nonce,
                        lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                        sig_time_ms=sig_time_ms,
@@ -130,7 +131,7 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                        + tl_size(INLINE_MSG, len(inline)),
                        fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
                        fill_c=inline)
-    return _encode(buf, off, topic, _NOTIFY,
+    return _encode(buf, off, topic, NOTIFY,
                    nonce=-1 if interest_nonce is None else interest_nonce,
                    lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                    sig_time_ms=sig_time_ms,
@@ -142,14 +143,14 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
 # publisher's forwarding-hint Name from the notify, if any.
 def encode_msg_interest(buf, off, publisher, topic, nonce, *, interest_nonce=None,
                         lifetime_ms=DEFAULT_LIFETIME_MS, fwd_hint=None):
-    return _encode(buf, off, publisher, _MSG, topic, nonce, forwarding_hint=fwd_hint,
+    return _encode(buf, off, publisher, MSG, topic, nonce, forwarding_hint=fwd_hint,
                    nonce=-1 if interest_nonce is None else interest_nonce,
                    lifetime_ms=lifetime_ms)
 
 
 # Write the publisher's message Data /<publisher>/msg/<topic>/<nonce>.
 def encode_msg_data(buf, off, publisher, topic, nonce, content, *, signer=None):
-    return _data._encode(buf, off, publisher, _MSG, topic, nonce, content, _data.BLOB, None,
+    return _data._encode(buf, off, publisher, MSG, topic, nonce, content, _data.BLOB, None,
                          None, signer)
 
 
@@ -188,7 +189,7 @@ def notify_parts(i, buf):
         raise DecodeError("not a notify Interest")
     k = 0
     while k < 8:  # compared in place: no slice
-        if buf[last + k] != _NOTIFY[k]:
+        if buf[last + k] != NOTIFY[k]:
             raise DecodeError("not a notify Interest")
         k += 1
     # The Interest's readers are free again: parse the parameters with them.

@@ -1,9 +1,12 @@
 # Types of pubmote_wire.notify (NDN notify pub/sub) for the host's type checks.
 from pubmote_wire._types import Buf, WBuf
 from pubmote_wire.interest import Interest
-from pubmote_wire.signature import _Signer
+from pubmote_wire.signature import DigestSigner, _Signer
 
 DEFAULT_LIFETIME_MS: int
+NOTIFY: bytes
+MSG: bytes
+DIGEST: DigestSigner
 
 def msg_name(publisher: Buf, topic: Buf, nonce: Buf) -> bytes: ...
 def encode_notify_interest(buf: WBuf | None, off: int, topic: Buf, publisher: Buf, nonce: Buf,

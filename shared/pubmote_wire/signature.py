@@ -20,10 +20,8 @@ SHA256_WITH_ECDSA = const(3)
 HMAC_SHA256 = const(4)
 ED25519 = const(5)
 
-SIGNATURE_INFO = const(0x16)
-SIGNATURE_VALUE = const(0x17)
-INTEREST_SIGNATURE_INFO = const(0x2C)
-INTEREST_SIGNATURE_VALUE = const(0x2E)
+# (the SignatureInfo/Value TLV types are the callers': 0x16/0x17 in Data, 0x2C/0x2E in
+# Interests; not module globals here, which are heap on a board)
 _SIGNATURE_TYPE = const(0x1B)
 _KEY_LOCATOR = const(0x1C)
 _NAME = const(0x07)

@@ -107,7 +107,7 @@ class PicoBoard(SimBoard):
 
     def __init__(self, name: str, workdir: Path, *, app: str = "demo", period_ms: int = 1000,
                  extra: dict[str, object] | None = None, app_dir: Path | None = None,
-                 **_unix_only: object) -> None:
+                 firmware: Path | None = None, **_unix_only: object) -> None:
         # no super().__init__: that one prepares a unix-port process
         self.name = name
         self.workdir = workdir.resolve()
@@ -121,6 +121,9 @@ class PicoBoard(SimBoard):
             "app": app, "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
         self.config.update(extra or {})
         self.app_dir = app_dir.resolve() if app_dir is not None else None
+        # firmware.bin to run: the plain `pubmote firmware build` one unless given (one
+        # with the app frozen in: fwbuild.build(apps=...))
+        self.firmware = firmware
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -131,7 +134,7 @@ class PicoBoard(SimBoard):
             for f in sorted(self.app_dir.glob("*.py")):
                 files["/lib/" + f.name] = f.read_bytes()
         make_fs_image(files, self.fs_path)
-        cmd = runner_cmd(self.fs_path, usb_log=self.log_path)
+        cmd = runner_cmd(self.fs_path, usb_log=self.log_path, firmware=self.firmware)
         # the runner's stdin/stdout are the board end of the cable: its UART0 pins
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
         try:

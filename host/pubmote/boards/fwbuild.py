@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pubmote.boards import files, uf2
@@ -41,24 +41,45 @@ FROZEN_SOURCES = (("shared/pubmote_wire", "pubmote_wire", ""),
                   ("firmware/frozen", "pubmote_firmware", "frozen"))
 
 
-def frozen_files() -> list[tuple[str, Path]]:
-    """(place in the checkout layout, file) for the manifest and every frozen source."""
+# An app frozen beside pubmote (build(apps=...)): its modules go to app/ in the staged
+# layout, and a manifest that includes pubmote's freezes them as top-level modules, as a
+# user's own manifest would (a frozen app's code stays in flash, not in the board's heap)
+APP_PLACE = "app"
+APP_MANIFEST_NAME = "firmware/manifest_app.py"
+
+
+def frozen_files(apps: Sequence[Path] = ()) -> list[tuple[str, Path]]:
+    """(place in the checkout layout, file) for the manifest and every frozen source,
+    then each app module."""
     out = [(MANIFEST_NAME, files.firmware_dir() / "manifest.py")]
     for place, package, sub in FROZEN_SOURCES:
         base = files.package_dir(package) / sub if sub else files.package_dir(package)
         for f in sorted(base.rglob("*.py")):
             out.append((place + "/" + f.relative_to(base).as_posix(), f))
+    for f in apps:
+        out.append((APP_PLACE + "/" + f.name, f))
     return out
 
 
-def stage_sources(dest: Path) -> Path:
+def app_manifest(apps: Sequence[Path]) -> str:
+    """The manifest that freezes pubmote and the app modules."""
+    lines = ["# pubmote's manifest and an app's modules (fwbuild.build(apps=...))",
+             'include("manifest.py")']
+    lines += ['module("%s", base_path="../%s")' % (f.name, APP_PLACE) for f in apps]
+    return "\n".join(lines) + "\n"
+
+
+def stage_sources(dest: Path, apps: Sequence[Path] = ()) -> Path:
     """Copy the manifest and its sources into dest in the checkout layout; return the
-    manifest's path there."""
+    manifest's path there (with apps, the manifest that adds them)."""
     shutil.rmtree(dest, ignore_errors=True)
-    for place, f in frozen_files():
+    for place, f in frozen_files(apps):
         (dest / place).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, dest / place)
-    return dest / MANIFEST_NAME
+    if not apps:
+        return dest / MANIFEST_NAME
+    (dest / APP_MANIFEST_NAME).write_text(app_manifest(apps))
+    return dest / APP_MANIFEST_NAME
 DEB_TOOLCHAIN = "gcc-arm-none-eabi libnewlib-arm-none-eabi cmake build-essential"
 # board -> MicroPython port, BOARD= name, and what a build needs besides the tree
 BOARDS: dict[str, tuple[str, str]] = {
@@ -153,15 +174,18 @@ def resolve_tree(explicit: str | None, progress: Callable[[str], None]) -> tuple
     return top / "micropython", "tar:" + sha
 
 
-def inputs_key(board: str, tree_id: str, toolchain: str) -> str:
-    """SHA-256 over everything a firmware is made from."""
+def inputs_key(board: str, tree_id: str, toolchain: str, apps: Sequence[Path] = ()) -> str:
+    """SHA-256 over everything a firmware is made from (without apps, what it has always
+    been: the product firmware's cache entries stay valid)."""
     h = hashlib.sha256()
     for part in (board, tree_id, toolchain, sys.platform):
         h.update(part.encode() + b"\0")
-    staged = frozen_files()
+    staged = frozen_files(apps)
     h.update(staged[0][1].read_bytes())  # the manifest
     for place, f in staged[1:]:
         h.update(place.encode() + b"\0" + f.read_bytes() + b"\0")
+    if apps:
+        h.update(app_manifest(apps).encode())
     return h.hexdigest()
 
 
@@ -181,9 +205,13 @@ def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
 
 
 def build(board: str = "pico", *, micropython: str | None = None, out: Path | None = None,
-          progress: Callable[[str], None] = print) -> Path:
+          apps: Sequence[Path] = (), progress: Callable[[str], None] = print) -> Path:
     """Build (or take from the cache) the firmware for `board`; returns the folder that
     holds firmware.uf2 and firmware.bin. BuildError says what is missing.
+
+    apps: .py files frozen beside pubmote as top-level modules (an app's code in flash
+    instead of the board's heap); such a firmware goes to build/firmware/BOARD+APPS
+    unless `out` says otherwise, never over the plain one.
 
     One build at a time per checkout: a second caller of the same build (make test starts
     it beside the tests that need it) waits for the first, then finds its result in the
@@ -191,7 +219,12 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
     if board not in BOARDS:
         raise BuildError("unknown board %r (known: %s)" % (board, ", ".join(BOARDS)))
     port, mp_board = BOARDS[board]
-    out = (out or (CACHE / board)).resolve()
+    apps = [Path(a).resolve() for a in apps]
+    for a in apps:
+        if a.suffix != ".py" or not a.is_file():
+            raise BuildError("app module %s is not a .py file" % a)
+    default_out = CACHE / (board + "".join("+" + a.stem for a in apps))
+    out = (out or default_out).resolve()
     if port == "esp32":
         # nothing half-built: say what is missing before anything runs
         if not os.environ.get("IDF_PATH"):
@@ -211,10 +244,10 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
         raise BuildError("the pico_w build needs lib/cyw43-driver and lib/lwip, which %s lacks: "
                          "pass --micropython DIR with a checkout after `make -C ports/rp2 "
                          "BOARD=RPI_PICO_W submodules`" % tree)
-    key = inputs_key(board, tree_id, toolchain)
+    key = inputs_key(board, tree_id, toolchain, apps)
     cached = CACHE / "cache" / key[:16]
     with _locked("build"):
-        _build_once(board, tree, port_dir, mp_board, key, cached, progress)
+        _build_once(board, tree, port_dir, mp_board, key, cached, progress, apps)
     out.mkdir(parents=True, exist_ok=True)
     if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
         for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
@@ -235,7 +268,7 @@ def _locked(what: str) -> Iterator[None]:
 
 
 def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
-                cached: Path, progress: Callable[[str], None]) -> None:
+                cached: Path, progress: Callable[[str], None], apps: Sequence[Path]) -> None:
     port = port_dir.name
     if all((cached / f).is_file() for f in OUTPUTS):
         progress("firmware for %s is up to date (inputs %s)" % (board, key[:16]))
@@ -252,10 +285,12 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent.parent))
         _run(["make", "-j", jobs, "-C", str(tree / "mpy-cross")], log, progress,
              "building mpy-cross", env=env)
-        # the build folder depends on the tree: cmake keeps the manifest and paths it was
-        # configured with, so another tree gets another folder
-        obj = CACHE / ("obj-%s-%s" % (board, hashlib.sha256(str(tree).encode()).hexdigest()[:8]))
-        manifest = stage_sources(CACHE / "sources")
+        # the build folder depends on the tree and the manifest: cmake keeps the manifest
+        # and paths it was configured with, so another tree, or a build with apps (another
+        # manifest), gets another folder
+        obj = CACHE / ("obj-%s-%s%s" % (board, hashlib.sha256(str(tree).encode()).hexdigest()[:8],
+                                        "-apps" if apps else ""))
+        manifest = stage_sources(CACHE / "sources", apps)
         cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % manifest
         if port == "rp2":
             # no picotool: pico-sdk 2.x would build it (or clone it) only to write the UF2

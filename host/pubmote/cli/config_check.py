@@ -18,7 +18,8 @@ class ConfigError(ValueError):
 # config keys whose flag is not --KEY-WITH-DASHES, and keys that only the TOML file sets
 _FLAG_NAMES = {"journal_max_age_s": "--journal-max-age", "mesh_topics": "--mesh-topic"}
 _TOML_ONLY = ("timeout_ms", "board_queue_len", "sp_buffer_bytes", "retained", "dht_key_file",
-              "dht_pubkey", "dht_host", "dht_port", "dht_bootstrap", "dht_timeout_s")
+              "dht_pubkey", "dht_host", "dht_port", "dht_bootstrap", "dht_timeout_s",
+              "mesh_out_queue")
 
 
 def _flag(key: str) -> str:
@@ -36,7 +37,7 @@ _LISTS = ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signe
           "mesh_listen", "mesh_peer", "realm_member", "mesh_topics", "retained",
           "dht_bootstrap")
 _INTS = ("sim_boards", "sim_period_ms", "journal_max_bytes", "timeout_ms", "board_queue_len",
-         "sp_buffer_bytes", "dht_port")
+         "sp_buffer_bytes", "dht_port", "mesh_out_queue")
 _FLOATS = ("journal_max_age_s", "dht_timeout_s")
 _STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
          "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",

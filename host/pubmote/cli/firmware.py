@@ -32,7 +32,12 @@ def register(sub: Any) -> None:
                     help="a MicroPython source tree with its submodules (default: "
                          "$MICROPY_DIR, else the tarball in ../shared/rp2040/)")
     fb.add_argument("--out", metavar="DIR",
-                    help="where firmware.uf2 and firmware.bin go (default build/firmware/BOARD)")
+                    help="where firmware.uf2 and firmware.bin go (default build/firmware/BOARD, "
+                         "with --app build/firmware/BOARD+APP)")
+    fb.add_argument("--app", metavar="FILE", action="append", default=[],
+                    help="a .py module of your app to freeze beside pubmote (repeatable): its "
+                         "code then stays in flash instead of the board's heap; name it in "
+                         "the board's config as app")
     fb.set_defaults(run=_firmware)
 
 
@@ -41,7 +46,7 @@ def _firmware(args: argparse.Namespace) -> int:
 
     try:
         build(args.board, micropython=args.micropython,
-              out=Path(args.out) if args.out else None,
+              out=Path(args.out) if args.out else None, apps=[Path(a) for a in args.app],
               progress=lambda line: print(line, flush=True))
     except BuildError as e:
         print("pubmote firmware build: %s" % e, file=sys.stderr)

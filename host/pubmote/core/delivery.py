@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 
-from pubmote.core.control import OVERHEAD, SIGNER
-from pubmote.core.hub_base import HubBase
+from pubmote.core.hub_base import OVERHEAD, SIGNER, HubBase
 from pubmote.core.messages import Message
 from pubmote.core.registry import BoardState
 from pubmote_wire import name as ndn_name

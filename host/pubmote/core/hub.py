@@ -16,16 +16,16 @@ import os
 import time
 from collections.abc import Callable
 
-from pubmote.core import cbor, nfd_mgmt
+from pubmote.core import nfd_mgmt
 from pubmote.core.auth import board_of
-from pubmote.core.control import HELLO, MSG, REGISTER, SIGNER, new_nonce, notify_topic
 from pubmote.core.delivery import Delivery
+from pubmote.core.hub_base import SIGNER, new_nonce
 from pubmote.core.intake import NotifyIntake
 from pubmote.core.messages import Listener, Message, TopicStats
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
-from pubmote_wire import lp, notify
 from pubmote_wire import name as ndn_name
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
@@ -45,8 +45,7 @@ class Hub(NotifyIntake, Delivery):
             if face.kind != "ndn":
                 # a board that was on this line before the bridge (re)started hears a hello
                 # and re-registers at once instead of waiting for its keepalive
-                face.send_packet(ndn_interest.encode(HELLO + ndn_name.generic(os.urandom(4)),
-                                                     nonce=new_nonce(), lifetime_ms=1000))
+                face.send_packet(control.encode_hello(os.urandom(4), -1))
         else:
             self.faces.pop(face.face_id, None)
             self.fwd.remove_face(face)
@@ -113,13 +112,11 @@ class Hub(NotifyIntake, Delivery):
             else:
                 self.counters["localhost_dropped"] += 1
             return
-        if nm.startswith(REGISTER):
+        if nm.startswith(control.REGISTER):
             self._on_register(face, i, nm, pkt)
             return
-        plen = len(self.prefix)
-        if nm.startswith(self.prefix) and nm[plen:plen + len(MSG)] == MSG:
-            comps = ndn_name.components(nm)
-            our_nonce = bytes(ndn_name.component_type_value(comps[-1])[1])
+        our_nonce = control.fetched_nonce(nm, self.prefix)
+        if our_nonce is not None:
             served = self._serve.get(our_nonce)
             if served is not None:
                 face.send_packet(served)
@@ -173,7 +170,7 @@ class Hub(NotifyIntake, Delivery):
                 return
         else:
             self.fwd.remove_route(prefix, face)
-        topic = notify_topic(prefix)
+        topic = control.notify_topic(prefix)
         if topic is not None:
             self._app_subscription(face, topic, register)
         self._reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
@@ -197,12 +194,9 @@ class Hub(NotifyIntake, Delivery):
     def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
                      pkt: bytes) -> None:
         try:
-            info = cbor.loads(bytes(i.app_params or b""))
-            bname = str(info["name"])
-            prefix = ndn_name.from_uri(str(info["prefix"]))
-            filters = [bytes(f) for f in info.get("filters", [])]
-            serves = [ndn_name.from_uri(str(x)) for x in info.get("serve", [])][:8]
-        except (DecodeError, KeyError, TypeError, ValueError) as e:
+            bname, prefix, filters, serves = control.decode_register_params(
+                bytes(i.app_params or b""))
+        except DecodeError as e:
             self.counters["bad_packets"] += 1
             log.warning("bad registration from %s: %s", face.label, e)
             self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
@@ -247,8 +241,8 @@ class Hub(NotifyIntake, Delivery):
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it
-        info_out = {"gateway": ndn_name.to_uri(self.prefix), "time_ms": int(time.time() * 1000)}
-        reply = ndn_data.encode(nm, cbor.dumps(info_out), freshness_ms=0,
+        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000))
+        reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
 

@@ -8,23 +8,33 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pubmote.core.auth import BoardAuth
-from pubmote.core.control import SIGNER, encode_ack
 from pubmote.core.forwarder import Face, Forwarder
 from pubmote.core.journal import Journal
 from pubmote.core.messages import Listener, Message, TopicStats
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
-from pubmote_wire import lp
 from pubmote_wire import name as ndn_name
 
 log = logging.getLogger("pubmote.hub")
+
+SIGNER = notify.DIGEST  # the hub's own packets carry DigestSha256 (the codec's one signer)
+# room for everything but the names and payload in a notify/msg packet: TLV headers,
+# notify and msg components, params digest, nonces, lifetime, signature info and value
+OVERHEAD = 256
+
+
+def new_nonce() -> int:
+    """A random Interest nonce."""
+    return int.from_bytes(os.urandom(4), "big")
 
 
 class HubBase:
@@ -86,7 +96,7 @@ class HubBase:
         return await fut
 
     def _ack(self, face: HubFace, notify_name: bytes) -> None:
-        face.send_packet(bytes(encode_ack(notify_name)))
+        face.send_packet(bytes(control.encode_ack(notify_name)))
 
     def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
         face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))

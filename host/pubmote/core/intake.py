@@ -8,8 +8,7 @@ import logging
 import time
 
 from pubmote.core.auth import board_of
-from pubmote.core.control import OVERHEAD, new_nonce
-from pubmote.core.hub_base import HubBase
+from pubmote.core.hub_base import OVERHEAD, HubBase, new_nonce
 from pubmote.core.messages import Message
 from pubmote.core.registry import HubFace
 from pubmote_wire import data as ndn_data

@@ -69,6 +69,7 @@ DEFAULTS: dict[str, Any] = {
     "realm": "pubmote",      # gossip topics are /<realm>/<category>/<topic>
     "realm_member": [],      # PeerIds (or key files) that may publish; empty = open realm
     "mesh_topics": ["*"],    # board-topic roots with their own gossip topic; * = the rest
+    "mesh_out_queue": 8192,  # envelopes waiting for the router; beyond, dropped and counted
 }
 
 

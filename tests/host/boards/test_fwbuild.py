@@ -106,3 +106,31 @@ def test_flash_pico_copies_the_built_uf2(tmp_path: Path) -> None:
                        env=dict(os.environ, PUBMOTE_UF2_DRIVE=str(drive)))
     assert p.returncode == 0, p.stderr
     assert (drive / "firmware.uf2").read_bytes() == built.read_bytes()
+
+
+def test_an_app_is_frozen_by_its_own_manifest(tmp_path: Path) -> None:
+    """build(apps=...): the app's modules staged beside pubmote's sources with a manifest
+    that includes pubmote's and freezes them; another key, so another cache entry and
+    another output folder, and the plain firmware's key unchanged."""
+    app = tmp_path / "my_app.py"
+    app.write_text("async def main(node):\n    pass\n")
+    manifest = fwbuild.stage_sources(tmp_path / "stage", [app])
+    assert manifest == tmp_path / "stage" / fwbuild.APP_MANIFEST_NAME
+    assert (tmp_path / "stage" / "app" / "my_app.py").read_text() == app.read_text()
+    text = manifest.read_text()
+    assert 'include("manifest.py")' in text
+    assert 'module("my_app.py", base_path="../app")' in text
+    plain = fwbuild.stage_sources(tmp_path / "plain")
+    assert plain == tmp_path / "plain" / fwbuild.MANIFEST_NAME
+    assert not (tmp_path / "plain" / "app").exists()
+    key = fwbuild.inputs_key("pico", "tree", "gcc")
+    with_app = fwbuild.inputs_key("pico", "tree", "gcc", [app])
+    assert with_app != key and fwbuild.inputs_key("pico", "tree", "gcc", ()) == key
+    app.write_text("async def main(node):\n    return 1\n")  # the app's code is an input
+    assert fwbuild.inputs_key("pico", "tree", "gcc", [app]) != with_app
+
+
+def test_an_app_must_be_a_python_file(tmp_path: Path) -> None:
+    with pytest.raises(fwbuild.BuildError) as e:
+        fwbuild.build("pico", apps=[tmp_path / "missing.py"], progress=lambda line: None)
+    assert "missing.py" in str(e.value)

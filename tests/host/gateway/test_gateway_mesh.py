@@ -14,7 +14,7 @@ import cbor2
 
 from e2e import Collector, Publisher, boards_registered, bridge_with_boards, free_port, wait_until
 from pubmote.gateway.bridge import Bridge
-from pubmote.gateway.mesh.envelope import Envelope
+from pubmote.gateway.mesh.envelope import MAX_PAYLOAD, Envelope
 from pubmote.p2p import Host, KeyPair
 from pubmote.p2p.pubsub.router import GossipSub
 
@@ -207,11 +207,11 @@ async def loops_and_outsiders(s: dict[str, Site], tool: KeyPair) -> None:
             tag = "tool" if k is tool else "outsider"
             await gs.publish(PUB, Envelope(topic="/test/%s/x" % tag, payload=b"hi", board="x",
                                            gateway=tag, ts_ms=1, epoch=1, seq=1).encode())
-            # as if A had sent it (A's epoch, a sequence number A has not used yet)
+            # as if A had sent it (A's epoch, a sequence number far beyond any A has used)
             a = s["A"].bridge.mesh
             await gs.publish(TO, Envelope(topic="/cmd/x", payload=b"loop-%s" % tag.encode(),
                                           board="sim1", gateway="A", ts_ms=1, epoch=a.epoch,
-                                          seq=a._seq[TO] + 100 + len(tag),
+                                          seq=1_000_000 + len(tag),
                                           address="/*", originator="/A/sim1").encode())
             await asyncio.sleep(1.0)
     # the member's plain message arrives everywhere; the outsider's nowhere
@@ -237,8 +237,9 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
         hubs = {g: Hub(gateway=g) for g in "AB"}
         got: list[Message] = []
         hubs["B"].add_listener(got.append)
+        # A's out queue holds 5 envelopes: a burst of 6 drops one there
         cfg_a = {"gateway": "A", "realm": REALM, "mesh_listen": ["/ip4/127.0.0.1/tcp/0"],
-                 "mesh_key_file": str(tmp_path / "A.key")}
+                 "mesh_key_file": str(tmp_path / "A.key"), "mesh_out_queue": 5}
         a = await from_config(hubs["A"], cfg_a)
         b = await from_config(hubs["B"], {
             "gateway": "B", "realm": REALM, "mesh_listen": ["/ip4/127.0.0.1/tcp/0"],
@@ -247,21 +248,28 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
         try:
             await wait_until(lambda: a.gs.mesh_peers(PUB) and b.gs.mesh_peers(PUB), 10, "mesh")
 
-            def send(n: int) -> None:
-                hubs["A"].publish(Message(b"/x/%d" % n, b"p%d" % n, "sp:1", "sp-sub"))
+            def send(n: int, payload: bytes = b"") -> None:
+                hubs["A"].publish(Message(b"/x/%d" % n, payload or b"p%d" % n, "sp:1", "sp-sub"))
 
             for n in range(5):
                 send(n)
             await wait_until(lambda: len(got) == 5, 10, "5 messages at B")
             assert [m.ingress for m in got] == ["mesh"] * 5
             assert got[0].origin == "A/sp:1" and got[0].topic == b"/x/0"
-            a._seq[PUB] += 2          # two envelopes lost on the way
-            a._out_max = 0            # and one dropped at A's own queue (counted there)
-            send(5)
-            a._out_max = 100
-            send(6)
-            await wait_until(lambda: len(got) == 6, 10, "the message after the gap")
+            # two envelopes A cannot send (over the envelope's size limit): their sequence
+            # numbers are taken all the same, so B sees them missing
+            send(5, bytes(MAX_PAYLOAD + 1))
+            send(6, bytes(MAX_PAYLOAD + 1))
+            assert a.counters["out_failed"] == 2
+            # a burst of 6 while the router has not run: 5 queued, the last dropped at A's
+            # own queue (counted there)
+            for n in range(7, 13):
+                send(n)
             assert a.counters["out_dropped"] == 1
+            await wait_until(lambda: len(got) == 10, 10, "the burst's 5 at B")
+            send(13)
+            await wait_until(lambda: len(got) == 11, 10, "the message after the gap")
+            assert [m.topic for m in got[5:]] == [b"/x/%d" % n for n in (7, 8, 9, 10, 11, 13)]
             assert hubs["B"].counters["mesh_gaps"] == 3 and hubs["B"].counters["mesh_lost"] == 3
             # a member replays A's last envelope under its own key: a duplicate, not delivered
             host = Host(KeyPair.generate(), listen_addrs=["/ip4/127.0.0.1/tcp/0"])
@@ -269,12 +277,13 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
                 gs.subscribe(PUB, lambda m: None)
                 await host.connect(b.host.listen_addrs[0].with_p2p(str(b.host.peer_id)))
                 await wait_until(lambda: len(gs.mesh_peers(PUB)) >= 1, 10, "a mesh with B")
-                await gs.publish(PUB, Envelope(topic="/x/6", payload=b"p6", board="sp:1",
+                # A's last envelope was its 14th (5, 2 unsendable, 6 of the burst, 1)
+                await gs.publish(PUB, Envelope(topic="/x/13", payload=b"p13", board="sp:1",
                                                gateway="A", ts_ms=1, epoch=a.epoch,
-                                               seq=a._seq[PUB]).encode())
+                                               seq=14).encode())
                 await wait_until(lambda: b.counters["in_duplicates"] == 1, 10, "the replay")
-            assert len(got) == 6 and b.counters["name_conflicts"] == 1
-            # B relayed six messages from the mesh and sent none back into it
+            assert len(got) == 11 and b.counters["name_conflicts"] == 1
+            # B relayed eleven messages from the mesh and sent none back into it
             assert b.counters["out"] == 0 and b.gs.counters["published"] == 0
             # the replay reached A too: its own message, dropped and counted
             await wait_until(lambda: a.counters["loops"] == 1, 10, "the replay at A")

@@ -17,6 +17,7 @@ from pubmote.p2p import DialError, KeyPair, multistream, noise
 from pubmote.p2p.codec import pb_bytes
 from pubmote.p2p.errors import HandshakeError, ProtocolError
 from pubmote.p2p.noise import MAX_FRAME, MAX_PLAINTEXT, HandshakeState
+from pubmote.p2p.transport import RawConn
 
 LOGGER = "pubmote.p2p"
 
@@ -95,35 +96,41 @@ def test_payload_checks() -> None:
             noise.verify_payload(junk, static, None)
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.chunks.append(data)
-
-    def writelines(self, parts: list[bytes]) -> None:
-        self.chunks.append(b"".join(parts))
-
-
 def test_large_writes_are_split_into_max_size_frames() -> None:
-    i, r, _, _ = handshake_pair()
-    send, _ = i.split()
-    _, recv = r.split()
-    sess = noise.NoiseSession.__new__(noise.NoiseSession)
-    sink = _Sink()
-    sess._send = send
-    sess._writer = sink  # type: ignore[assignment]
-    data = os.urandom(200_000)
-    sess.write_nowait(data)
-    wire = b"".join(sink.chunks)
-    out, pos = b"", 0
-    while pos < len(wire):
-        (n,) = struct.unpack_from(">H", wire, pos)
-        assert n <= MAX_FRAME
-        out += recv.decrypt(b"", wire[pos + 2:pos + 2 + n])
-        pos += 2 + n
-    assert out == data and MAX_PLAINTEXT + 16 == MAX_FRAME
+    """A session made as the host makes one (a TCP connection, the handshake's cipher
+    states) writes 200 kB as frames of at most MAX_FRAME bytes; the peer reads them off the
+    socket and decrypts them back to the data."""
+    async def go() -> None:
+        i, r, _, _ = handshake_pair()
+        send, i_recv = i.split()
+        _, recv = r.split()  # the peer's
+        accepted: asyncio.Queue[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = \
+            asyncio.Queue()
+
+        async def on_conn(rd: asyncio.StreamReader, wr: asyncio.StreamWriter) -> None:
+            await accepted.put((rd, wr))
+
+        server = await asyncio.start_server(on_conn, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        peer_reader, peer_writer = await accepted.get()
+        other = KeyPair.generate()
+        sess = noise.NoiseSession(RawConn(reader, writer), send, i_recv, other.peer_id,
+                                  other.public)
+        data = os.urandom(200_000)
+        sess.write_nowait(data)
+        out = b""
+        while len(out) < len(data):
+            (n,) = struct.unpack(">H", await peer_reader.readexactly(2))
+            assert n <= MAX_FRAME
+            out += recv.decrypt(b"", await peer_reader.readexactly(n))
+        assert out == data and MAX_PLAINTEXT + 16 == MAX_FRAME
+        for w in (writer, peer_writer):
+            w.close()
+        server.close()
+        await server.wait_closed()
+
+    run(go())
 
 
 def _assert_logged(caplog: pytest.LogCaptureFixture, *words: str) -> None:

@@ -1,19 +1,19 @@
 """The bytes in docs/protocols/ are what the code makes: each frame a page shows (under a
 `<!-- vector: NAME -->` line) is built again here and compared, so the pages cannot drift
-from the code. The bridge's own names and ack come from core/control.py."""
+from the code. The control packets come from pubmote_wire.control, which the board and
+the bridge both use."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from pubmote.core.control import HELLO, REGISTER, SIGNER
 from pubmote.dht import bep44, krpc
 from pubmote.dht.node import VERSION as DHT_VERSION
 from pubmote.gateway.mesh.envelope import Envelope
 from pubmote.gateway.mesh.relay import directed_payload
 from pubmote.gateway.retained import salt_of
-from pubmote_wire import cbor, data, interest, sp
+from pubmote_wire import cbor, control, data, interest, notify, sp
 from pubmote_wire import name as ndn_name
 from pubmote_wire.subfilter import SubFilter
 
@@ -29,16 +29,16 @@ def vectors(page: str = "control.md") -> dict[str, str]:
 
 
 def test_the_page_shows_the_codecs_bytes() -> None:
-    params = cbor.dumps({"name": "b1", "prefix": "/pubmote/node/b1", "filters": [b"/cmd/"],
-                         "serve": []})
-    register = interest.encode(REGISTER + ndn_name.generic(b"b1"), nonce=0x0A0B0C0D,
-                               lifetime_ms=1500, app_params=params, must_be_fresh=True)
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [])
+    assert params == cbor.dumps({"name": "b1", "prefix": "/pubmote/node/b1",
+                                 "filters": [b"/cmd/"], "serve": []})
+    buf = bytearray(256)
+    n = control.encode_register(buf, 0, b"b1", params, 0x0A0B0C0D, 1500, None, None, None)
+    register = bytes(buf[:n])
     full = bytes(interest.decode_interest(register).name)
-    reply = data.encode(full, cbor.dumps({"gateway": "/pubmote/gw/gw1",
-                                          "time_ms": 1700000000000}),
-                        freshness_ms=0, signer=SIGNER)
-    hello = interest.encode(HELLO + ndn_name.generic(bytes.fromhex("01020304")),
-                            nonce=0x0A0B0C0D, lifetime_ms=1000)
+    reply = data.encode(full, control.reply_content("/pubmote/gw/gw1", 1700000000000),
+                        freshness_ms=0, signer=notify.DIGEST)
+    hello = control.encode_hello(bytes.fromhex("01020304"), 0x0A0B0C0D)
     assert vectors() == {"register": register.hex(), "register-reply": reply.hex(),
                          "hello": hello.hex()}
     assert ndn_name.to_uri(full).startswith("/pubmote/ctl/register/b1/params-sha256=")

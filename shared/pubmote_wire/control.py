@@ -1,0 +1,107 @@
+# The board<->bridge control protocol (docs/protocols/control.md), spelt once for both
+# sides: the names a board registers and hears hellos on, the registration's parameters
+# and its reply, the hello, the fetch of a publisher's message, and the ack Data that
+# answers a notify. The firmware freezes this module; the bridge imports it.
+from . import cbor, interest, name, notify
+
+# Names as bytes literals: frozen code keeps them in flash (built at import: heap)
+REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"  # /pubmote/ctl/register
+HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"  # /pubmote/ctl/hello
+# The components msg and notify are notify's (notify.MSG, notify.NOTIFY). On a board each
+# module global here is heap, and this module's table is at a size's edge: numbers are
+# written where used, DecodeError imported where raised (errors is loaded anyway), and
+# no function takes a default argument (a heap object per function, a dict for
+# keyword-only ones, for as long as the module is loaded).
+
+
+# The registration's ApplicationParameters: a CBOR map (docs/protocols/control.md).
+# filters: byte strings; prefix and serve: text URIs.
+def register_params(board, prefix, filters, serve):
+    return cbor.dumps({"name": board, "prefix": prefix, "filters": filters, "serve": serve})
+
+
+# Write the registration Interest /pubmote/ctl/register/<board>/params-sha256=... at
+# buf[off] (MustBeFresh, params from register_params; nonce -1: a random one; signer None,
+# or an HmacSigner with SignatureNonce and SignatureTime); return the bytes written.
+# board is the name as bytes.
+def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_nonce,
+                    sig_time_ms):
+    return interest._encode(buf, off, REGISTER, name.generic(board), must_be_fresh=True,
+                            nonce=nonce, lifetime_ms=lifetime_ms, app_params=params,
+                            signer=signer, sig_nonce=sig_nonce, sig_time_ms=sig_time_ms)
+
+
+# The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
+# served Names, at most 8). DecodeError for anything but the map the page describes.
+def decode_register_params(params):
+    from .errors import DecodeError
+
+    info = cbor.loads(params)
+    try:
+        board = info["name"]
+        prefix = info["prefix"]
+        filters = info.get("filters", [])
+        serve = info.get("serve", [])
+    except (KeyError, TypeError, AttributeError):
+        raise DecodeError("not a registration") from None
+    if (type(board) is not str or type(prefix) is not str or type(filters) is not list
+            or type(serve) is not list):
+        raise DecodeError("not a registration")
+    for f in filters:
+        if type(f) is not bytes:
+            raise DecodeError("a filter is not a byte string")
+    served = []
+    for s in serve[:8]:  # a board serves at most 8 prefixes besides its own
+        served.append(name.from_uri(s))  # DecodeError for a non-str or a bad URI
+    return board, name.from_uri(prefix), filters, served
+
+
+# The registration reply's Content: the bridge's NDN prefix (text URI) and its clock.
+def reply_content(gateway, time_ms):
+    return cbor.dumps({"gateway": gateway, "time_ms": time_ms})
+
+
+# The board's reading of reply_content: (gateway URI or None, time_ms or None).
+def decode_reply(content):
+    info = cbor.loads(content)
+    if type(info) is not dict:
+        from .errors import DecodeError
+
+        raise DecodeError("not a registration reply")
+    return info.get("gateway"), info.get("time_ms")
+
+
+# The hello Interest /pubmote/ctl/hello/<rand> (rand: 4 random bytes; nonce -1: a random
+# one) as bytes: a board that hears it registers at once; nobody answers it.
+def encode_hello(rand, nonce):
+    comp = name.generic(rand)
+    buf = bytearray(interest._encode(None, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000))
+    interest._encode(buf, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000)
+    return bytes(buf)
+
+
+# The ack of a notify Interest: an empty Data of the notify's full name, DigestSha256, as
+# a memoryview of a buffer of its own.
+def encode_ack(notify_name):
+    buf = bytearray(len(notify_name) + 96)  # the ack's TLV headers, DigestSha256: ~50 B
+    n = notify.encode_ack_data(buf, 0, notify_name, signer=notify.DIGEST)
+    return memoryview(buf)[0:n]
+
+
+# The NotifyNonce a fetch names when nm is /<prefix>/msg/.../<nonce> (a fetch of one of
+# prefix's messages), else None.
+def fetched_nonce(nm, prefix):
+    plen = len(prefix)
+    if nm[:plen] != prefix or nm[plen : plen + len(notify.MSG)] != notify.MSG:
+        return None
+    comps = name.components(nm)
+    return bytes(name.component_type_value(comps[-1])[1])
+
+
+# The topic of a subscriber's registered /<topic>/notify prefix (NFD's rib/register from
+# an NDN app's PubSub), or None for any other prefix.
+def notify_topic(prefix):
+    comps = name.components(prefix)
+    if len(comps) < 2 or bytes(comps[-1]) != notify.NOTIFY:
+        return None
+    return bytes(prefix[: len(prefix) - len(notify.NOTIFY)])
