@@ -102,7 +102,11 @@ def bench_mqtt(seconds: float) -> dict[str, Any]:
             broker.wait(10)
 
 
-def bench_pubmote(seconds: float, lanes: int) -> dict[str, Any]:
+def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
+                  wrap: list[str] | None = None, log_out: list[str] | None = None
+                  ) -> dict[str, Any]:
+    """One pubmote row; wrap prefixes the bridge's command (a profiler), log_out gets the
+    board's log."""
     url = "tcp://127.0.0.1:%d" % free_port()
     exe = str(Path(sys.executable).parent / "pubmote")
     with tempfile.TemporaryDirectory(prefix="pubmote-link-") as tmp:
@@ -111,8 +115,8 @@ def bench_pubmote(seconds: float, lanes: int) -> dict[str, Any]:
         sub.dial(url, block=False)
         app_cfg = json.dumps({"lanes": lanes, "seconds": seconds, "warmup_s": 1})
         bridge = subprocess.Popen(
-            [exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
-             "--sim-app", "pubmote_pub", "--sim-app-dir", str(HERE), "--sp-pub", url,
+            [*(wrap or []), exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
+             "--sim-app", app, "--sim-app-dir", str(HERE), "--sp-pub", url,
              "--sp-sub", "none", "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         got = 0
         log = Path(tmp) / "sim1.log"
@@ -133,7 +137,10 @@ def bench_pubmote(seconds: float, lanes: int) -> dict[str, Any]:
                     got += 1
                 except pynng.Timeout:
                     break
-            r = parse(log.read_text(errors="replace"))
+            text = log.read_text(errors="replace")
+            r = parse(text)
+            if log_out is not None:
+                log_out.append(text)
         finally:
             sub.close()
             bridge.send_signal(2)

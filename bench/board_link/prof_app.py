@@ -1,0 +1,72 @@
+# Profiling app (MicroPython, run as a simulated board's app by bench/board_link/profile.py):
+# the bench app's publishing lanes, with ticks_us timers wrapped around each codec, framing
+# and link step the node takes, so the board's share of a message's time is measured where
+# it is spent. Prints "PROF <step> <total us> <calls>" lines after the RESULT line.
+from time import ticks_diff, ticks_us
+
+import lat
+import pubmote_pub
+from pubmote_node import link_pty
+from pubmote_node import node as node_mod
+from pubmote_wire import framing, notify
+
+_acc = {}
+
+
+def _add(label, t0):
+    a = _acc.get(label)
+    if a is None:
+        a = _acc[label] = [0, 0]
+    a[0] += ticks_diff(ticks_us(), t0)
+    a[1] += 1
+
+
+def _timed(label, f):
+    def g(*args, **kw):
+        t0 = ticks_us()
+        try:
+            return f(*args, **kw)
+        finally:
+            _add(label, t0)
+
+    return g
+
+
+def _timed_async(label, f):
+    async def g(*args, **kw):
+        t0 = ticks_us()
+        try:
+            return await f(*args, **kw)
+        finally:
+            _add(label, t0)
+
+    return g
+
+
+def _wrap_module(mod, names):
+    for n in names:
+        if hasattr(mod, n):
+            setattr(mod, n, _timed(n, getattr(mod, n)))
+
+
+async def main(node):
+    _wrap_module(notify, ("encode_msg_data", "encode_notify_interest", "encode_ack_data",
+                          "encode_compact"))
+    _wrap_module(framing, ("crc16", "encode_frame_part", "encode_frame"))
+    _wrap_module(node_mod, ("_decode_data", "_interest_name"))
+    link_pty.PtyLink.write = _timed_async("link.write", link_pty.PtyLink.write)
+    link_pty.PtyLink.readinto = _timed_async("link.readinto(await)", link_pty.PtyLink.readinto)
+    node._dec.feed = _timed("deframe(feed)", node._dec.feed)
+    node._on_packet = _timed("on_packet", node._on_packet)
+    node._send = _timed_async("_send(await)", node._send)
+    node.publish = _timed_async("publish(await)", node.publish)
+    report = lat.Hist.report
+
+    def report_then_prof(h, *args):
+        # the profile first: the bench stops reading the board's log at its RESULT line
+        for k in sorted(_acc):
+            print("PROF %s %d %d" % (k, _acc[k][0], _acc[k][1]))
+        report(h, *args)
+
+    lat.Hist.report = report_then_prof
+    await pubmote_pub.main(node)
