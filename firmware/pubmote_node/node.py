@@ -141,6 +141,7 @@ class Node:
 
             self._signer = HmacSigner(self._key)
         self._clock_offset_ms = 0  # set from the gateway's clock at registration
+        self._batch = None  # link batches (batch_link.py), once a bridge accepts them
         self._tx = bytearray(MAX_PACKET)
         # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
         # frame. UDP (one frame per datagram) and a link given here get the whole frame
@@ -194,6 +195,11 @@ class Node:
         the message is then forgotten, never half-delivered twice.
         """
         payload = _as_bytes(payload)
+        b = self._batch
+        if b is not None and b.on:
+            ok = await b.publish(topic, payload)
+            if ok is not None:
+                return ok
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
         nonce = urandom(4)
         n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload,
@@ -348,9 +354,12 @@ class Node:
             await _wait(self._filters_dirty, self.keepalive_ms if self.connected else 500)
 
     async def _register(self):
-        params = cbor.dumps({"name": self.name, "prefix": name.to_uri(self.prefix),
-                             "filters": self.filters(),
-                             "serve": [name.to_uri(p) for p, _ in self._served]})
+        params = {"name": self.name, "prefix": name.to_uri(self.prefix),
+                  "filters": self.filters(), "serve": [name.to_uri(p) for p, _ in self._served]}
+        batches = self.config.get("batch", True) and not self._key
+        if batches:
+            params["batch"] = 1  # offer link batches (docs/protocols/link-batch.md)
+        params = cbor.dumps(params)
         n = interest.encode_interest(
             self._tx, 0, REGISTER + name.generic(self.name.encode()),
             nonce=_nonce32(), lifetime_ms=self.timeout_ms, app_params=params, must_be_fresh=True,
@@ -364,6 +373,14 @@ class Node:
         try:
             info = cbor.loads(p[_DATA].content)
             self.gateway = info.get("gateway")
+            if batches and info.get("batch"):
+                if self._batch is None:
+                    from .batch_link import Batcher
+
+                    self._batch = Batcher(self)
+                self._batch.on = True
+            elif self._batch is not None:
+                self._batch.on = False
             gw_ms = info.get("time_ms")
             if gw_ms and self._key:
                 from pubmote_wire.data import verify_data
@@ -461,6 +478,9 @@ class Node:
                 p[_EV].set()
         elif typ == 0x05:
             self._on_interest(pkt)
+        elif typ == 0xC1:  # batch.ACKS: the bridge acks link batches
+            if self._batch is not None:
+                self._batch.on_acks(pkt)
         elif typ == 0x64:
             nack, fragment = _lp_parts(pkt)
             if nack and fragment is not None:

@@ -27,6 +27,7 @@ from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import lp, notify
 from pubmote_wire import name as ndn_name
+from pubmote_wire.batch import BATCH
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
 
@@ -70,6 +71,8 @@ class Hub(NotifyIntake, Delivery):
                 self.fwd.satisfy(bytes(d.name), pkt, face)
             elif typ == 0x64:
                 self._on_lp(face, pkt)
+            elif typ == BATCH:
+                self._on_batch(face, pkt)
             else:
                 raise DecodeError("not an NDN packet (type %d)" % typ)
         except DecodeError as e:
@@ -231,6 +234,9 @@ class Hub(NotifyIntake, Delivery):
         face.board = bname
         if filters != b.filters:
             b.set_filters(filters)
+        # link batches for a board that offers them, unsigned only: a keyed board's
+        # messages keep their HMAC from end to end
+        b.batch = bool(info.get("batch")) and key is None and self.batch_link
         b.registrations += 1
         b.last_seen = time.time()
         self.fwd.add_route(prefix, face)
@@ -247,7 +253,10 @@ class Hub(NotifyIntake, Delivery):
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it
-        info_out = {"gateway": ndn_name.to_uri(self.prefix), "time_ms": int(time.time() * 1000)}
+        info_out: dict[str, object] = {"gateway": ndn_name.to_uri(self.prefix),
+                                       "time_ms": int(time.time() * 1000)}
+        if b.batch:
+            info_out["batch"] = 1
         reply = ndn_data.encode(nm, cbor.dumps(info_out), freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)

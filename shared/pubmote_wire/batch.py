@@ -1,0 +1,141 @@
+# Link batches: the board link's compact publish mode (docs/protocols/link-batch.md). Many
+# small messages ride in one frame board -> bridge, and their acks in one frame back, so a
+# serial line carries one write and one wake-up per batch instead of four NDN packets per
+# message. Only the board<->bridge hop: the bridge relays each message as any other.
+#
+# BATCH frame: C0 | epoch u32 | records;  record: seq u32 | topic length u8 (0: the topic of
+#   the record before it) | topic (Name TLV-VALUE: its components) | payload length u16 | payload
+# ACKS frame:  C1 | epoch u32 | seq u32 ...
+# Integers big-endian. epoch and seq stay below 2**30 (small ints on a 32-bit board).
+from .errors import DecodeError, EncodeError
+
+BATCH = 0xC0
+ACKS = 0xC1
+HEADER = 5  # type and epoch
+RECORD_OVERHEAD = 7  # seq, topic length, payload length
+TOPIC_MAX = 255
+SEQ_MASK = 0x3FFFFFFF
+
+
+def _put32(buf, off, v):
+    buf[off] = (v >> 24) & 0xFF
+    buf[off + 1] = (v >> 16) & 0xFF
+    buf[off + 2] = (v >> 8) & 0xFF
+    buf[off + 3] = v & 0xFF
+
+
+def _get32(buf, off):
+    return (buf[off] << 24) | (buf[off + 1] << 16) | (buf[off + 2] << 8) | buf[off + 3]
+
+
+def begin(buf, typ, epoch):
+    """Start a BATCH or ACKS frame in buf[0:]; returns the offset after its header."""
+    if len(buf) < HEADER:
+        raise EncodeError("buffer too small for a batch header")
+    if epoch < 0 or epoch > SEQ_MASK:
+        raise EncodeError("epoch out of range")
+    buf[0] = typ
+    _put32(buf, 1, epoch)
+    return HEADER
+
+
+def record_size(topic, payload, same_topic=False):
+    """Bytes one record takes (same_topic: it names the previous record's topic)."""
+    return RECORD_OVERHEAD + (0 if same_topic else len(topic)) + len(payload)
+
+
+def add_record(buf, off, seq, topic, payload, same_topic=False):
+    """Write one record at buf[off]; returns the offset after it. EncodeError if it does
+    not fit, or topic (1..255 bytes) or payload (< 65536) is out of range."""
+    tn = 0 if same_topic else len(topic)
+    if not same_topic and (tn == 0 or tn > TOPIC_MAX):
+        raise EncodeError("topic must be 1..255 bytes")
+    pn = len(payload)
+    if pn > 0xFFFF:
+        raise EncodeError("payload too large for a batch record")
+    if seq < 0 or seq > SEQ_MASK:
+        raise EncodeError("seq out of range")
+    end = off + RECORD_OVERHEAD + tn + pn
+    if end > len(buf):
+        raise EncodeError("buffer too small for the record")
+    _put32(buf, off, seq)
+    buf[off + 4] = tn
+    p = off + 5
+    if tn:
+        buf[p : p + tn] = topic
+        p += tn
+    buf[p] = pn >> 8
+    buf[p + 1] = pn & 0xFF
+    p += 2
+    buf[p : p + pn] = payload
+    return end
+
+
+def decode_batch(pkt):
+    """(epoch, [(seq, topic, payload), ...]) of a BATCH frame, topic and payload as
+    memoryview slices of pkt. The whole frame is checked before anything is returned:
+    DecodeError if any record is malformed, so a torn batch is never half taken."""
+    n = len(pkt)
+    if n < HEADER or pkt[0] != BATCH:
+        raise DecodeError("not a batch frame")
+    mv = memoryview(pkt)
+    epoch = _get32(pkt, 1)
+    if epoch > SEQ_MASK:
+        raise DecodeError("batch epoch out of range")
+    out = []
+    topic = None
+    p = HEADER
+    while p < n:
+        if p + 5 > n:
+            raise DecodeError("batch record cut short")
+        seq = _get32(pkt, p)
+        if seq > SEQ_MASK:
+            raise DecodeError("batch seq out of range")
+        tn = pkt[p + 4]
+        p += 5
+        if tn:
+            if p + tn > n:
+                raise DecodeError("batch topic cut short")
+            topic = mv[p : p + tn]
+            p += tn
+        elif topic is None:
+            raise DecodeError("first batch record names no topic")
+        if p + 2 > n:
+            raise DecodeError("batch record cut short")
+        pn = (pkt[p] << 8) | pkt[p + 1]
+        p += 2
+        if p + pn > n:
+            raise DecodeError("batch payload cut short")
+        out.append((seq, topic, mv[p : p + pn]))
+        p += pn
+    if not out:
+        raise DecodeError("empty batch")
+    return epoch, out
+
+
+def add_ack(buf, off, seq):
+    """Append one acked seq at buf[off] of an ACKS frame; returns the offset after it."""
+    if off + 4 > len(buf):
+        raise EncodeError("buffer too small for the ack")
+    if seq < 0 or seq > SEQ_MASK:
+        raise EncodeError("seq out of range")
+    _put32(buf, off, seq)
+    return off + 4
+
+
+def ack_count(pkt):
+    """How many seqs an ACKS frame holds (DecodeError if it is not one)."""
+    n = len(pkt)
+    if n < HEADER or pkt[0] != ACKS or (n - HEADER) % 4:
+        raise DecodeError("not an acks frame")
+    return (n - HEADER) // 4
+
+
+def epoch_of(pkt):
+    """The epoch of a BATCH or ACKS frame (after ack_count or decode_batch checked it)."""
+    return _get32(pkt, 1)
+
+
+def ack_seq(pkt, i):
+    """The i-th seq of an ACKS frame (no allocation on a board: a small int)."""
+    return _get32(pkt, HEADER + 4 * i)
