@@ -6,6 +6,7 @@ from time import ticks_diff, ticks_us
 
 import lat
 import pubmote_pub
+
 from pubmote_node import link_pty
 from pubmote_node import node as node_mod
 from pubmote_wire import framing, notify
@@ -43,6 +44,19 @@ def _timed_async(label, f):
     return g
 
 
+def _stat(pid):
+    # (utime + stime in clock ticks, parent pid) from /proc/<pid>/stat
+    with open("/proc/%s/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12]), fields[1]
+
+
+def _cpu_ms():
+    # CPU time of this board and of its parent, the bridge (10 ms ticks)
+    mine, ppid = _stat("self")
+    return mine * 10, _stat(ppid)[0] * 10
+
+
 def _wrap_module(mod, names):
     for n in names:
         if hasattr(mod, n):
@@ -50,6 +64,13 @@ def _wrap_module(mod, names):
 
 
 async def main(node):
+    if node.config.get("steps", True):
+        _wrap_steps(node)
+    _cpu_around_run()
+    await pubmote_pub.main(node)
+
+
+def _wrap_steps(node):
     _wrap_module(notify, ("encode_msg_data", "encode_notify_interest", "encode_ack_data",
                           "encode_compact"))
     _wrap_module(framing, ("crc16", "encode_frame_part", "encode_frame"))
@@ -60,13 +81,25 @@ async def main(node):
     node._on_packet = _timed("on_packet", node._on_packet)
     node._send = _timed_async("_send(await)", node._send)
     node.publish = _timed_async("publish(await)", node.publish)
+
+
+def _cpu_around_run():
     report = lat.Hist.report
+    init = lat.Hist.__init__
+    cpu0 = []
+
+    def init_then_cpu(h):
+        # the bench app makes its histogram when the warm-up ends: measure from there
+        init(h)
+        cpu0.extend(_cpu_ms())
 
     def report_then_prof(h, *args):
         # the profile first: the bench stops reading the board's log at its RESULT line
         for k in sorted(_acc):
             print("PROF %s %d %d" % (k, _acc[k][0], _acc[k][1]))
+        cpu1 = _cpu_ms()
+        print("CPU board_ms=%d bridge_ms=%d" % (cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]))
         report(h, *args)
 
+    lat.Hist.__init__ = init_then_cpu
     lat.Hist.report = report_then_prof
-    await pubmote_pub.main(node)

@@ -44,6 +44,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--lanes", type=int, default=1)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--no-steps", action="store_true",
+                    help="no timers on the board (its CPU per message without their cost)")
+    ap.add_argument("--no-spy", action="store_true", help="the bridge without py-spy")
     args = ap.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if spy is None:
@@ -53,13 +56,20 @@ def main() -> int:
         logs: list[str] = []
         r = board_link.bench_pubmote(
             args.seconds, args.lanes, app="prof_app", log_out=logs,
-            wrap=[spy, "record", "--format", "raw", "--rate", "500", "--nonblocking",
-                  "-o", str(out), "--"])
+            app_extra={"steps": not args.no_steps},
+            wrap=None if args.no_spy else [spy, "record", "--format", "raw", "--rate", "500",
+                                           "--nonblocking", "-o", str(out), "--"])
         raw = out.read_text() if out.exists() else ""
     per_msg = 1e6 / r["rate"]
     print("pubmote, %d in flight: %.0f acked/s (%.0f us per message), p50 %.2f ms, p99 %.2f ms"
           % (args.lanes, r["rate"], per_msg, r["p50"], r["p99"]))
     msgs = max(1, r["acked"])
+    cpu = re.search(r"^CPU board_ms=(\d+) bridge_ms=(\d+)", logs[0] if logs else "", re.M)
+    if cpu:
+        print("CPU per acked message (from /proc, whole processes): board %.1f us, bridge "
+              "%.1f us (the bridge's includes py-spy's sampling cost)"
+              % (int(cpu.group(1)) * 1000 / max(1, r["acked"]),
+                 int(cpu.group(2)) * 1000 / max(1, r["acked"])))
     print("board (ticks_us around each step; us per acked message, calls per message):")
     for k, us, calls in re.findall(r"^PROF (\S+) (\d+) (\d+)$", logs[0] if logs else "", re.M):
         print("  %-28s %8.1f us %6.2f calls" % (k, int(us) / msgs, int(calls) / msgs))

@@ -4,7 +4,7 @@
 # record copied into a buffer and one task wake-up: no NDN packet, digest, Event or timer.
 import asyncio
 
-from pubmote_wire import batch, name
+from pubmote_wire import batch, framing, name
 from pubmote_wire.compat import const
 from pubmote_wire.rand import urandom
 
@@ -31,6 +31,7 @@ class Batcher:
         self._bufs = (bytearray(_CAP), bytearray(_CAP))
         for b in self._bufs:
             batch.begin(b, batch.BATCH, self.epoch)
+        self._frame = bytearray(framing.frame_size_max(_CAP))  # a batch in one write
         self._cur = 0
         self._n = batch.HEADER
         self._last = None  # the topic of the current buffer's last record
@@ -54,7 +55,7 @@ class Batcher:
             self._topic = topic
         tname = self._tname
         size = batch.record_size(tname, payload)
-        if size > _CAP - batch.HEADER or len(tname) > batch.TOPIC_MAX:
+        if size > _CAP - batch.HEADER or not tname or len(tname) > batch.TOPIC_MAX:
             return None
         st = self._state
         if len(st) >= self._window or self._bytes + size > node.max_soft_bytes:
@@ -111,7 +112,7 @@ class Batcher:
             self._last = None
             self._room.set()
             try:
-                await self._node._send(memoryview(buf)[0:n])
+                await self._node._send(memoryview(buf)[0:n], self._frame)
             except OSError:
                 pass  # link down: the publishers time out and send again
 

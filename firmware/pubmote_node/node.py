@@ -410,15 +410,21 @@ class Node:
 
     # ---- packets ----------------------------------------------------------------------
 
-    async def _send(self, pkt):
+    async def _send(self, pkt, frame=None):
+        # frame: a buffer for the whole frame (link batches bring one): one write
         if not self._up:
             raise OSError("link down")
         while not self._free.is_set():
             await self._free.wait()
         self._free.clear()
         try:
-            crc = framing.crc16(pkt)
-            pos = 0
+            if frame is not None:
+                n = framing.encode_frame(frame, 0, pkt)
+                await self._link.write(memoryview(frame)[0:n])
+                pos = -1
+            else:
+                crc = framing.crc16(pkt)
+                pos = 0
             while pos >= 0:  # one part when the frame fits the buffer
                 n, pos = framing.encode_frame_part(self._frame, pkt, crc, pos)
                 await self._link.write(memoryview(self._frame)[0:n])
