@@ -68,7 +68,8 @@ class Batcher:
         node.counters["published"] += 1
         try:
             for _ in range(node.retries + 1):
-                await self._add(seq, tname, payload)
+                if not self._put(seq, tname, payload):
+                    await self._add(seq, tname, payload)
                 t0 = ticks_ms()
                 while not st[seq] and node._up and ticks_diff(ticks_ms(), t0) < node.timeout_ms:
                     await self._gen.wait()
@@ -83,16 +84,20 @@ class Batcher:
             del st[seq]
             self._bytes -= size
 
+    def _put(self, seq, tname, payload):
+        # add the record to the buffer if it has room (no coroutine: the common case)
+        n = self._n
+        same = tname is self._last
+        if n + batch.record_size(tname, payload, same) > _CAP:
+            return False
+        self._n = batch.add_record(self._bufs[self._cur], n, seq, tname, payload, same)
+        self._last = tname
+        if n == batch.HEADER:
+            self._go.set()
+        return True
+
     async def _add(self, seq, tname, payload):
-        while True:
-            n = self._n
-            same = tname is self._last
-            if n + batch.record_size(tname, payload, same) <= _CAP:
-                self._n = batch.add_record(self._bufs[self._cur], n, seq, tname, payload, same)
-                self._last = tname
-                if n == batch.HEADER:
-                    self._go.set()
-                return
+        while not self._put(seq, tname, payload):
             self._go.set()  # full: wait until the flusher takes it
             self._room.clear()
             await self._room.wait()
@@ -129,12 +134,14 @@ class Batcher:
 
     def on_acks(self, pkt):
         """An ACKS frame from the bridge: mark its seqs acked and wake their publishers."""
-        k = batch.ack_count(pkt)
+        k = batch.ack_runs(pkt)
         if batch.epoch_of(pkt) != self.epoch:
             return
         st = self._state
         for i in range(k):
-            s = batch.ack_seq(pkt, i)
-            if s in st:
-                st[s] = True
+            first, count = batch.ack_run(pkt, i)
+            end = first + count
+            for s in st:  # at most a window's seqs, however long the run
+                if first <= s < end:
+                    st[s] = True
         self._wake()

@@ -5,8 +5,10 @@
 #
 # BATCH frame: C0 | epoch u32 | records;  record: seq u32 | topic length u8 (0: the topic of
 #   the record before it) | topic (Name TLV-VALUE: its components) | payload length u16 | payload
-# ACKS frame:  C1 | epoch u32 | seq u32 ...
+# ACKS frame:  C1 | epoch u32 | runs of acked seqs: first seq u32, count u16 ...
 # Integers big-endian. epoch and seq stay below 2**30 (small ints on a 32-bit board).
+from struct import pack_into
+
 from .errors import DecodeError, EncodeError
 
 BATCH = 0xC0
@@ -58,16 +60,13 @@ def add_record(buf, off, seq, topic, payload, same_topic=False):
     end = off + RECORD_OVERHEAD + tn + pn
     if end > len(buf):
         raise EncodeError("buffer too small for the record")
-    _put32(buf, off, seq)
-    buf[off + 4] = tn
+    pack_into(">IB", buf, off, seq, tn)  # one C call: this runs once per message
     p = off + 5
     if tn:
         buf[p : p + tn] = topic
         p += tn
-    buf[p] = pn >> 8
-    buf[p + 1] = pn & 0xFF
-    p += 2
-    buf[p : p + pn] = payload
+    pack_into(">H", buf, p, pn)
+    buf[p + 2 : end] = payload
     return end
 
 
@@ -113,29 +112,46 @@ def decode_batch(pkt):
     return epoch, out
 
 
-def add_ack(buf, off, seq):
-    """Append one acked seq at buf[off] of an ACKS frame; returns the offset after it."""
-    if off + 4 > len(buf):
-        raise EncodeError("buffer too small for the ack")
-    if seq < 0 or seq > SEQ_MASK:
-        raise EncodeError("seq out of range")
-    _put32(buf, off, seq)
-    return off + 4
+def add_acks(buf, off, seqs):
+    """Append acked seqs (in the order the batch had them) at buf[off] of an ACKS frame, as
+    runs of consecutive seqs (a batch's usual case: one run); returns the offset after."""
+    k = 0
+    n = len(seqs)
+    while k < n:
+        first = seqs[k]
+        if first < 0 or first > SEQ_MASK:
+            raise EncodeError("seq out of range")
+        count = 1
+        while k + count < n and count < 0xFFFF and seqs[k + count] == first + count:
+            count += 1
+        if off + 6 > len(buf):
+            raise EncodeError("buffer too small for the acks")
+        pack_into(">IH", buf, off, first, count)
+        off += 6
+        k += count
+    return off
 
 
-def ack_count(pkt):
-    """How many seqs an ACKS frame holds (DecodeError if it is not one)."""
+def ack_runs(pkt):
+    """How many runs an ACKS frame holds; DecodeError if it is not a well-formed one."""
     n = len(pkt)
-    if n < HEADER or pkt[0] != ACKS or (n - HEADER) % 4:
+    if n < HEADER or pkt[0] != ACKS or (n - HEADER) % 6:
         raise DecodeError("not an acks frame")
-    return (n - HEADER) // 4
+    k = (n - HEADER) // 6
+    for i in range(k):
+        p = HEADER + 6 * i
+        count = (pkt[p + 4] << 8) | pkt[p + 5]
+        if count == 0 or _get32(pkt, p) + count - 1 > SEQ_MASK:
+            raise DecodeError("bad ack run")
+    return k
 
 
 def epoch_of(pkt):
-    """The epoch of a BATCH or ACKS frame (after ack_count or decode_batch checked it)."""
+    """The epoch of a BATCH or ACKS frame (after ack_runs or decode_batch checked it)."""
     return _get32(pkt, 1)
 
 
-def ack_seq(pkt, i):
-    """The i-th seq of an ACKS frame (no allocation on a board: a small int)."""
-    return _get32(pkt, HEADER + 4 * i)
+def ack_run(pkt, i):
+    """The i-th run of an ACKS frame: (first seq, count); the seqs first .. first+count-1."""
+    p = HEADER + 6 * i
+    return _get32(pkt, p), (pkt[p + 4] << 8) | pkt[p + 5]

@@ -11,7 +11,7 @@ BATCH_HEX = ("c0 01020304"
              " 00000005 03 080174 0004 32312e35"
              " 00000006 00 0004 32322e30"
              " 00000009 06 080161080162 0000")
-ACKS_HEX = "c1 01020304 00000005 00000006 00000009"
+ACKS_HEX = "c1 01020304 00000005 0002 00000009 0001"
 
 
 def _batch():
@@ -43,15 +43,25 @@ def test_decode_batch():
 def test_acks_bytes_and_decode():
     buf = bytearray(32)
     off = batch.begin(buf, batch.ACKS, EPOCH)
-    for s in (5, 6, 9):
-        off = batch.add_ack(buf, off, s)
+    off = batch.add_acks(buf, off, [5, 6, 9])
     pkt = bytes(buf[:off])
     assert hexs(pkt) == ACKS_HEX.replace(" ", "")
-    assert batch.ack_count(pkt) == 3
+    assert batch.ack_runs(pkt) == 2
     assert batch.epoch_of(pkt) == EPOCH
-    assert [batch.ack_seq(pkt, i) for i in range(3)] == [5, 6, 9]
-    assert batch.ack_count(unhex("c1 01020304")) == 0
+    assert [batch.ack_run(pkt, i) for i in range(2)] == [(5, 2), (9, 1)]
+    assert batch.ack_runs(unhex("c1 01020304")) == 0
 
+
+def test_ack_runs():
+    buf = bytearray(64)
+    top = batch.SEQ_MASK
+    # a run never crosses the wrap of seq, nor goes back
+    off = batch.add_acks(buf, batch.begin(buf, batch.ACKS, 1), [top - 1, top, 0, 1, 7, 3])
+    pkt = bytes(buf[:off])
+    assert [batch.ack_run(pkt, i) for i in range(batch.ack_runs(pkt))] == [
+        (top - 1, 2), (0, 2), (7, 1), (3, 1)]
+    assert raises(EncodeError, batch.add_acks, bytearray(10), 5, [1])
+    assert raises(EncodeError, batch.add_acks, buf, 5, [top + 1])
 
 def test_framed_round_trip():
     # a batch is an ordinary link frame: COBS + CRC-16 around it
@@ -79,7 +89,6 @@ def test_encode_limits():
     assert raises(EncodeError, batch.add_record, buf, off, 1, b"\x08" * 256, b"")
     assert raises(EncodeError, batch.add_record, buf, off, 1, TOPIC, b"x" * 10)  # no room
     assert raises(EncodeError, batch.begin, bytearray(4), batch.BATCH, 1)
-    assert raises(EncodeError, batch.add_ack, bytearray(7), 5, 1)
 
 
 def test_malformed_batches():
@@ -100,8 +109,11 @@ def test_malformed_batches():
 
 
 def test_malformed_acks():
-    for hx in ("", "c1", "c1 010203", "c1 01020304 000000", "c0 01020304"):
-        assert raises(DecodeError, batch.ack_count, unhex(hx)), hx
+    for hx in ("", "c1", "c1 010203", "c1 01020304 00000005", "c1 01020304 0000000500",
+               "c0 01020304",
+               "c1 01020304 00000005 0000",  # an empty run
+               "c1 01020304 3fffffff 0002"):  # a run past the largest seq
+        assert raises(DecodeError, batch.ack_runs, unhex(hx)), hx
 
 
 if __name__ == "__main__":

@@ -81,8 +81,7 @@ class NotifyIntake(HubBase):
         epoch, records = batch.decode_batch(pkt)  # DecodeError: counted by on_packet
         if self.auth is not None:
             records = [r for r in records if not self._batch_refused(b.name, r[1])]
-        ack = bytearray(batch.HEADER + 4 * len(records))
-        off = batch.begin(ack, batch.ACKS, epoch)
+        acked: list[int] = []
         done = self._done
         uris = self._topic_uris
         origin, label = b.name, face.label
@@ -104,12 +103,14 @@ class NotifyIntake(HubBase):
                 b.last[uri] = msg.payload
                 self.publish(msg)
                 done[key] = True
-            off = batch.add_ack(ack, off, seq)
+            acked.append(seq)
         while len(done) > 4096:
             done.popitem(last=False)
         self.counters["batched"] += len(records)
         b.last_seen = now
-        if off > batch.HEADER:
+        if acked:
+            ack = bytearray(batch.HEADER + 6 * len(acked))
+            off = batch.add_acks(ack, batch.begin(ack, batch.ACKS, epoch), acked)
             face.send_packet(bytes(ack[:off]))
 
     def _batch_refused(self, board: str, topic: memoryview) -> bool:
