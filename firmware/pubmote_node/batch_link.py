@@ -28,7 +28,8 @@ class Batcher:
         # and seq) from a rebooted board's new messages that reuse a seq
         self.epoch = ((r[0] & 0x3F) << 24) | (r[1] << 16) | (r[2] << 8) | r[3]
         self._seq = 0
-        self._bufs = (bytearray(_CAP), bytearray(_CAP))
+        # two spare bytes each: the frame's CRC goes there (framing.encode_frame_inplace)
+        self._bufs = (bytearray(_CAP + 2), bytearray(_CAP + 2))
         for b in self._bufs:
             batch.begin(b, batch.BATCH, self.epoch)
         self._frame = bytearray(framing.frame_size_max(_CAP))  # a batch in one write
@@ -117,7 +118,7 @@ class Batcher:
             self._last = None
             self._room.set()
             try:
-                await self._node._send(memoryview(buf)[0:n], self._frame)
+                await self._node._send(buf, self._frame, n)
             except OSError:
                 pass  # link down: the publishers time out and send again
 
