@@ -28,7 +28,7 @@ class Batcher:
         # and seq) from a rebooted board's new messages that reuse a seq
         self.epoch = ((r[0] & 0x3F) << 24) | (r[1] << 16) | (r[2] << 8) | r[3]
         self._seq = 0
-        # two spare bytes each: the frame's CRC goes there (framing.encode_frame_inplace)
+        # two spare bytes each: the frame's CRC goes there (batch.frame_inplace)
         self._bufs = (bytearray(_CAP + 2), bytearray(_CAP + 2))
         for b in self._bufs:
             batch.begin(b, batch.BATCH, self.epoch)
@@ -118,7 +118,7 @@ class Batcher:
             self._last = None
             self._room.set()
             try:
-                await self._node._send(buf, self._frame, n)
+                await self._node._send(self._frame, batch.frame_inplace(self._frame, 0, buf, n))
             except OSError:
                 pass  # link down: the publishers time out and send again
 

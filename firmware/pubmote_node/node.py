@@ -411,18 +411,16 @@ class Node:
 
     # ---- packets ----------------------------------------------------------------------
 
-    async def _send(self, pkt, frame=None, n=0):
-        # frame: a buffer for the whole frame, in one write (link batches): pkt is then a
-        # bytearray holding the packet in [0:n] and two spare bytes (encode_frame_inplace)
+    async def _send(self, pkt, framed=-1):
+        # framed >= 0: pkt[0:framed] is a whole frame already (link batches): one write
         if not self._up:
             raise OSError("link down")
         while not self._free.is_set():
             await self._free.wait()
         self._free.clear()
         try:
-            if frame is not None:
-                n = framing.encode_frame_inplace(frame, 0, pkt, n)
-                await self._link.write(memoryview(frame)[0:n])
+            if framed >= 0:
+                await self._link.write(memoryview(pkt)[0:framed])
                 pos = -1
             else:
                 crc = framing.crc16(pkt)

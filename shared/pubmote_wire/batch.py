@@ -9,6 +9,7 @@
 # Integers big-endian. epoch and seq stay below 2**30 (small ints on a 32-bit board).
 from struct import pack_into
 
+from . import framing
 from .errors import DecodeError, EncodeError
 
 BATCH = 0xC0
@@ -155,3 +156,43 @@ def ack_run(pkt, i):
     """The i-th run of an ACKS frame: (first seq, count); the seqs first .. first+count-1."""
     p = HEADER + 6 * i
     return _get32(pkt, p), (pkt[p + 4] << 8) | pkt[p + 5]
+
+
+def frame_inplace(buf, off, data, n):
+    """framing.encode_frame for a payload held in data[0:n], a bytearray with two spare bytes after
+    it (data[n:n+2] is overwritten with the CRC). Same bytes as encode_frame; on a board,
+    several times faster for a payload with few zeros: find() locates each zero and a
+    slice assignment copies each block, both in C, instead of a loop over every byte.
+    (Here, not in framing: a board imports this module only once it uses batches, and each
+    function in framing costs every board heap.)"""
+    if n + 2 > len(data):
+        raise EncodeError("no room for the CRC after the payload")
+    if off + framing.frame_size_max(n) > len(buf):
+        raise EncodeError("buffer too small for frame")
+    crc = framing.crc16(memoryview(data)[0:n])
+    data[n] = crc >> 8
+    data[n + 1] = crc & 0xFF
+    total = n + 2
+    mv = memoryview(data)  # blocks copied from views: no bytes object per block
+    buf[off] = 0
+    p = off + 1
+    i = 0
+    while True:
+        z = data.find(b"\x00", i, total)
+        end = total if z < 0 else z
+        # full 254-byte blocks (code FF, no implied zero); the data's last bytes, an exact
+        # multiple of 254, open no empty block after them (the canonical form)
+        while end - i >= 254 and not (z < 0 and end - i == 254):
+            buf[p] = 0xFF
+            buf[p + 1 : p + 255] = mv[i : i + 254]
+            p += 255
+            i += 254
+        k = end - i
+        buf[p] = 0xFF if k == 254 else k + 1
+        buf[p + 1 : p + 1 + k] = mv[i:end]
+        p += 1 + k
+        if z < 0:
+            break
+        i = z + 1
+    buf[p] = 0
+    return p + 1 - off

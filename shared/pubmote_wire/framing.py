@@ -130,44 +130,6 @@ def encode_frame_part(buf, payload, crc, pos):
     return p, i * 2 + force
 
 
-def encode_frame_inplace(buf, off, data, n):
-    """encode_frame for a payload held in data[0:n], a bytearray with two spare bytes after
-    it (data[n:n+2] is overwritten with the CRC). Same bytes as encode_frame; on a board,
-    several times faster for a payload with few zeros: find() locates each zero and a
-    slice assignment copies each block, both in C, instead of a loop over every byte."""
-    if n + 2 > len(data):
-        raise EncodeError("no room for the CRC after the payload")
-    if off + frame_size_max(n) > len(buf):
-        raise EncodeError("buffer too small for frame")
-    crc = crc16(memoryview(data)[0:n])
-    data[n] = crc >> 8
-    data[n + 1] = crc & 0xFF
-    total = n + 2
-    mv = memoryview(data)  # blocks copied from views: no bytes object per block
-    buf[off] = 0
-    p = off + 1
-    i = 0
-    while True:
-        z = data.find(b"\x00", i, total)
-        end = total if z < 0 else z
-        # full 254-byte blocks (code FF, no implied zero); the data's last bytes, an exact
-        # multiple of 254, open no empty block after them (the canonical form)
-        while end - i >= 254 and not (z < 0 and end - i == 254):
-            buf[p] = 0xFF
-            buf[p + 1 : p + 255] = mv[i : i + 254]
-            p += 255
-            i += 254
-        k = end - i
-        buf[p] = 0xFF if k == 254 else k + 1
-        buf[p + 1 : p + 1 + k] = mv[i:end]
-        p += 1 + k
-        if z < 0:
-            break
-        i = z + 1
-    buf[p] = 0
-    return p + 1 - off
-
-
 def _encode_blocks(buf, off, payload, crc):
     # CPython: the same bytes as the loop above, a block at a time
     data = bytes(payload) + bytes((crc >> 8, crc & 0xFF))

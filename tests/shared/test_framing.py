@@ -260,22 +260,6 @@ def test_frame_parts_are_encode_frame_bytes():
         assert _parts(memoryview(p), framing.FRAME_PART_MIN)[0] == want
 
 
-def test_frame_inplace_is_encode_frame_bytes():
-    payloads = [b"", b"\x00", b"\x00\x00", b"ab\x00", b"\x11" * 251, b"\x11" * 252,
-                b"\x11" * 253, b"\x11" * 254, b"\x11" * 255, b"\x11" * 508,
-                b"\x11" * 252 + b"\x00", b"\x11" * 254 + b"\x00" + b"\x22" * 300,
-                seq(1, 256) * 3, b"\x00" * 260, seq(0, 256) + b"\x00" + seq(0, 256)]
-    payloads += _crc_with_zero_byte()
-    out = bytearray(framing.frame_size_max(800) + 3)
-    for p in payloads:
-        data = bytearray(p) + b"\xee\xee\xee"  # two spare bytes and one more
-        n = framing.encode_frame_inplace(out, 3, data, len(p))
-        assert bytes(out[3 : 3 + n]) == framing.encode(p), len(p)
-        assert data[len(p) + 2] == 0xEE  # nothing written past the CRC's two bytes
-    assert raises(EncodeError, framing.encode_frame_inplace, out, 0, bytearray(b"ab"), 1)
-    assert raises(EncodeError, framing.encode_frame_inplace, bytearray(4), 0, bytearray(9), 5)
-
-
 def test_frame_part_buffer_too_small():
     assert raises(EncodeError, framing.encode_frame_part, bytearray(framing.FRAME_PART_MIN - 1),
                   b"abc", framing.crc16(b"abc"), 0)
