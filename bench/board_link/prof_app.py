@@ -9,7 +9,7 @@ import pubmote_pub
 
 from pubmote_node import link_pty
 from pubmote_node import node as node_mod
-from pubmote_wire import framing, notify
+from pubmote_wire import batch, framing, notify
 
 _acc = {}
 
@@ -74,6 +74,7 @@ def _wrap_steps(node):
     _wrap_module(notify, ("encode_msg_data", "encode_notify_interest", "encode_ack_data",
                           "encode_compact"))
     _wrap_module(framing, ("crc16", "encode_frame_part", "encode_frame"))
+    _wrap_module(batch, ("add_record", "frame_inplace", "ack_runs"))
     _wrap_module(node_mod, ("_decode_data", "_interest_name"))
     link_pty.PtyLink.write = _timed_async("link.write", link_pty.PtyLink.write)
     link_pty.PtyLink.readinto = _timed_async("link.readinto(await)", link_pty.PtyLink.readinto)
