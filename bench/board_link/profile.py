@@ -47,6 +47,8 @@ def main() -> int:
     ap.add_argument("--no-steps", action="store_true",
                     help="no timers on the board (its CPU per message without their cost)")
     ap.add_argument("--no-spy", action="store_true", help="the bridge without py-spy")
+    ap.add_argument("--notify", action="store_true",
+                    help="NDN notifies per message (link batches off), as before issue 17")
     args = ap.parse_args()
     spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
     if spy is None:
@@ -56,7 +58,7 @@ def main() -> int:
         logs: list[str] = []
         r = board_link.bench_pubmote(
             args.seconds, args.lanes, app="prof_app", log_out=logs,
-            app_extra={"steps": not args.no_steps},
+            app_extra={"steps": not args.no_steps, **({"batch": False} if args.notify else {})},
             wrap=None if args.no_spy else [spy, "record", "--format", "raw", "--rate", "500",
                                            "--nonblocking", "-o", str(out), "--"])
         raw = out.read_text() if out.exists() else ""
