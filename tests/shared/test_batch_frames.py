@@ -150,4 +150,4 @@ def test_frame_inplace_is_encode_frame_bytes():
 if __name__ == "__main__":
     import runner
 
-    runner.main(globals(), "test_batch")
+    runner.main(globals(), "test_batch_frames")
