@@ -44,12 +44,13 @@ GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 class Board:
     """PicoBoard with its cable relayed by an event loop in a thread."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, extra: dict[str, object] | None = None) -> None:
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         # the bench app frozen into the firmware beside pubmote, as a user freezes theirs
         fw = fwbuild.build("pico", apps=[APP], progress=lambda line: None)
-        self.board = PicoBoard(NAME, tmp, app="pico_bench", firmware=fw / "firmware.bin")
+        self.board = PicoBoard(NAME, tmp, app="pico_bench", firmware=fw / "firmware.bin",
+                               extra=extra)
         self.call(self.board.start)
 
     def call(self, fn: Callable[..., object], *args: object) -> object:
@@ -113,7 +114,9 @@ def main() -> int:
     sp_pub = "tcp://127.0.0.1:%d" % free_port()
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
     with tempfile.TemporaryDirectory(prefix="pubmote-pico-bench-") as tmp:
-        board = Board(Path(tmp))
+        # --no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to
+        # compare the heap the link batches take
+        board = Board(Path(tmp), {"batch": False} if "--no-batch" in sys.argv[1:] else None)
         bridge = subprocess.Popen(
             [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
              board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub],

@@ -135,7 +135,9 @@ async def main() -> None:
     rate, seconds = float(sys.argv[5]), float(sys.argv[6])
     pubs = []
     if kind == "pubmote":
-        nodes = [Node({"name": "v%d" % i, "link": "tcp", "timeout_ms": 5000},
+        # PUBMOTE_BENCH_BATCH=0: NDN notifies per message instead of link batches
+        batches = os.environ.get("PUBMOTE_BENCH_BATCH", "1") != "0"
+        nodes = [Node({"name": "v%d" % i, "link": "tcp", "timeout_ms": 5000, "batch": batches},
                       link=TcpLink(host, port)) for i in range(n)]
         for node in nodes:
             asyncio.create_task(node.run())

@@ -15,9 +15,13 @@ HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"  # /pubmote/ctl/hello
 
 
 # The registration's ApplicationParameters: a CBOR map (docs/protocols/control.md).
-# filters: byte strings; prefix and serve: text URIs.
-def register_params(board, prefix, filters, serve):
-    return cbor.dumps({"name": board, "prefix": prefix, "filters": filters, "serve": serve})
+# filters: byte strings; prefix and serve: text URIs; batch: offer link batches
+# (docs/protocols/link-batch.md; the key is left out when not offered).
+def register_params(board, prefix, filters, serve, batch):
+    info = {"name": board, "prefix": prefix, "filters": filters, "serve": serve}
+    if batch:
+        info["batch"] = 1
+    return cbor.dumps(info)
 
 
 # Write the registration Interest /pubmote/ctl/register/<board>/params-sha256=... at
@@ -32,7 +36,7 @@ def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_non
 
 
 # The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
-# served Names, at most 8). DecodeError for anything but the map the page describes.
+# served Names, at most 8, whether batches are offered). DecodeError for anything but the map the page describes.
 def decode_register_params(params):
     from .errors import DecodeError
 
@@ -53,22 +57,27 @@ def decode_register_params(params):
     served = []
     for s in serve[:8]:  # a board serves at most 8 prefixes besides its own
         served.append(name.from_uri(s))  # DecodeError for a non-str or a bad URI
-    return board, name.from_uri(prefix), filters, served
+    return board, name.from_uri(prefix), filters, served, bool(info.get("batch"))
 
 
-# The registration reply's Content: the bridge's NDN prefix (text URI) and its clock.
-def reply_content(gateway, time_ms):
-    return cbor.dumps({"gateway": gateway, "time_ms": time_ms})
+# The registration reply's Content: the bridge's NDN prefix (text URI), its clock, and
+# whether it takes the board's link batches.
+def reply_content(gateway, time_ms, batch):
+    info = {"gateway": gateway, "time_ms": time_ms}
+    if batch:
+        info["batch"] = 1
+    return cbor.dumps(info)
 
 
-# The board's reading of reply_content: (gateway URI or None, time_ms or None).
+# The board's reading of reply_content: (gateway URI or None, time_ms or None, batches
+# accepted).
 def decode_reply(content):
     info = cbor.loads(content)
     if type(info) is not dict:
         from .errors import DecodeError
 
         raise DecodeError("not a registration reply")
-    return info.get("gateway"), info.get("time_ms")
+    return info.get("gateway"), info.get("time_ms"), bool(info.get("batch"))
 
 
 # The hello Interest /pubmote/ctl/hello/<rand> (rand: 4 random bytes; nonce -1: a random

@@ -23,7 +23,7 @@ PREFIX = "/pubmote/node/b1"
 
 
 def _register(nonce):
-    params = control.register_params("b1", PREFIX, [b"/cmd/"], [])
+    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False)
     buf = bytearray(256)
     n = control.encode_register(buf, 0, b"b1", params, nonce, 1500, None, None, None)
     return bytes(buf[0:n])
@@ -48,7 +48,7 @@ def test_register_signed_with_the_boards_key():
     from pubmote_wire.hmac256 import HmacSigner
 
     key = b"k" * 32
-    params = control.register_params("b1", PREFIX, [], [])
+    params = control.register_params("b1", PREFIX, [], [], False)
     buf = bytearray(300)
     n = control.encode_register(buf, 0, b"b1", params, 1, 1500, HmacSigner(key), b"12345678",
                                 1700000000000)
@@ -59,9 +59,10 @@ def test_register_signed_with_the_boards_key():
 
 
 def test_register_params_round_trip():
-    params = control.register_params("b1", PREFIX, [b"/cmd/", b""], ["/b1/data", "/b1/x"])
-    board, prefix, filters, served = control.decode_register_params(params)
-    assert board == "b1" and prefix == name.from_uri(PREFIX)
+    params = control.register_params("b1", PREFIX, [b"/cmd/", b""], ["/b1/data", "/b1/x"],
+                                     False)
+    board, prefix, filters, served, batch = control.decode_register_params(params)
+    assert board == "b1" and prefix == name.from_uri(PREFIX) and batch is False
     assert filters == [b"/cmd/", b""]
     assert served == [name.from_uri("/b1/data"), name.from_uri("/b1/x")]
     # what the bridge reads from the page's packet
@@ -70,14 +71,25 @@ def test_register_params_round_trip():
 
 
 def test_register_params_optional_lists():
-    board, _, filters, served = control.decode_register_params(
+    board, _, filters, served, batch = control.decode_register_params(
         cbor.dumps({"name": "b2", "prefix": "/p"}))
-    assert (board, filters, served) == ("b2", [], [])
+    assert (board, filters, served, batch) == ("b2", [], [], False)
+
+
+def test_batch_offer_and_acceptance():
+    # link batches (docs/protocols/link-batch.md): the key is there only when offered
+    offer = control.register_params("b1", PREFIX, [], [], True)
+    assert cbor.loads(offer)["batch"] == 1
+    assert control.decode_register_params(offer)[4] is True
+    assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False))
+    taken = control.reply_content("/g", 5, True)
+    assert control.decode_reply(taken) == ("/g", 5, True)
+    assert "batch" not in cbor.loads(control.reply_content("/g", 5, False))
 
 
 def test_register_serves_at_most_eight():
     many = ["/s/%d" % k for k in range(12)]
-    served = control.decode_register_params(control.register_params("b", "/p", [], many))[3]
+    served = control.decode_register_params(control.register_params("b", "/p", [], many, False))[3]
     assert served == [name.from_uri(u) for u in many[0:8]]
 
 
@@ -102,17 +114,17 @@ def test_register_params_malformed():
 
 def test_reply_exact():
     full = bytes(interest.decode_interest(unhex(REGISTER_HEX)).name)
-    content = control.reply_content("/pubmote/gw/gw1", 1700000000000)
+    content = control.reply_content("/pubmote/gw/gw1", 1700000000000, False)
     pkt = data.encode(full, content, freshness_ms=0, signer=notify.DIGEST)
     assert pkt == unhex(REPLY_HEX)
     d = data.decode_data(pkt)
-    assert control.decode_reply(d.content) == ("/pubmote/gw/gw1", 1700000000000)
+    assert control.decode_reply(d.content) == ("/pubmote/gw/gw1", 1700000000000, False)
 
 
 def test_reply_decoded_leniently():
     # a bridge that sends no clock (or another map) is still an answer
-    assert control.decode_reply(cbor.dumps({"gateway": "/g"})) == ("/g", None)
-    assert control.decode_reply(cbor.dumps({})) == (None, None)
+    assert control.decode_reply(cbor.dumps({"gateway": "/g"})) == ("/g", None, False)
+    assert control.decode_reply(cbor.dumps({})) == (None, None, False)
     raises(DecodeError, control.decode_reply, cbor.dumps([1]))
     raises(DecodeError, control.decode_reply, b"\xa1")
 

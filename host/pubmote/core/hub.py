@@ -27,6 +27,7 @@ from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
+from pubmote_wire.batch import BATCH
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
 
@@ -69,6 +70,8 @@ class Hub(NotifyIntake, Delivery):
                 self.fwd.satisfy(bytes(d.name), pkt, face)
             elif typ == 0x64:
                 self._on_lp(face, pkt)
+            elif typ == BATCH:
+                self._on_batch(face, pkt)
             else:
                 raise DecodeError("not an NDN packet (type %d)" % typ)
         except DecodeError as e:
@@ -194,7 +197,7 @@ class Hub(NotifyIntake, Delivery):
     def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
                      pkt: bytes) -> None:
         try:
-            bname, prefix, filters, serves = control.decode_register_params(
+            bname, prefix, filters, serves, offers_batch = control.decode_register_params(
                 bytes(i.app_params or b""))
         except DecodeError as e:
             self.counters["bad_packets"] += 1
@@ -225,6 +228,9 @@ class Hub(NotifyIntake, Delivery):
         face.board = bname
         if filters != b.filters:
             b.set_filters(filters)
+        # link batches for a board that offers them, unsigned only: a keyed board's
+        # messages keep their HMAC from end to end
+        b.batch = offers_batch and key is None and self.batch_link
         b.registrations += 1
         b.last_seen = time.time()
         self.fwd.add_route(prefix, face)
@@ -241,7 +247,8 @@ class Hub(NotifyIntake, Delivery):
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it
-        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000))
+        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000),
+                                        b.batch)
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)

@@ -41,7 +41,8 @@ class HubBase:
     """State shared by the hub's parts; not used on its own."""
 
     def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
-                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256) -> None:
+                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256,
+                 batch_link: bool = True) -> None:
         self.gateway = gateway
         self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
         self.fwd = Forwarder()
@@ -50,6 +51,8 @@ class HubBase:
         self.board_queue_len = board_queue_len
         self.window = window
         self.max_boards = max_boards
+        self.batch_link = batch_link  # accept link batches from boards that offer them
+        self._topic_uris: dict[bytes, bytes] = {}  # a batch topic's Name -> its URI
         self.boards: dict[str, BoardState] = {}
         self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
         self.faces: dict[int, HubFace] = {}
@@ -70,7 +73,7 @@ class HubBase:
         self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
                          "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
                          "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
-                         "inline_refused": 0}
+                         "inline_refused": 0, "batched": 0, "batch_refused": 0}
 
     def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")

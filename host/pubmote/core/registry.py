@@ -41,6 +41,7 @@ class BoardState:
         self.last_seen = time.time()
         self.registrations = 0
         self.down = False  # its face went down; its next registration is a reconnect
+        self.batch = False  # it publishes in link batches (docs/protocols/link-batch.md)
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()

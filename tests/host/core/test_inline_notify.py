@@ -51,7 +51,8 @@ def _run(tmp: Path, inline: bool) -> tuple[dict[str, int], list[str]]:
 
     async def go() -> dict[str, int]:
         async with bridge_with_boards(tmp, 1, app="probe_app", sp_pub=[url], trace=str(trace),
-                                      extra={"seq_period_ms": 20, "inline": inline}) as bridge:
+                                      extra={"seq_period_ms": 20, "inline": inline,
+                                             "batch": False}) as bridge:
             col = Collector(url, b"/test/sim1/seq|")
             try:
                 await boards_registered(bridge, ["sim1"])

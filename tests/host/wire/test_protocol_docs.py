@@ -29,14 +29,14 @@ def vectors(page: str = "control.md") -> dict[str, str]:
 
 
 def test_the_page_shows_the_codecs_bytes() -> None:
-    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [])
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], False)
     assert params == cbor.dumps({"name": "b1", "prefix": "/pubmote/node/b1",
                                  "filters": [b"/cmd/"], "serve": []})
     buf = bytearray(256)
     n = control.encode_register(buf, 0, b"b1", params, 0x0A0B0C0D, 1500, None, None, None)
     register = bytes(buf[:n])
     full = bytes(interest.decode_interest(register).name)
-    reply = data.encode(full, control.reply_content("/pubmote/gw/gw1", 1700000000000),
+    reply = data.encode(full, control.reply_content("/pubmote/gw/gw1", 1700000000000, False),
                         freshness_ms=0, signer=notify.DIGEST)
     hello = control.encode_hello(bytes.fromhex("01020304"), 0x0A0B0C0D)
     assert vectors() == {"register": register.hex(), "register-reply": reply.hex(),
