@@ -21,19 +21,22 @@ def journal_files(journal: str | Path) -> list[Path]:
     return sorted(d.glob(JOURNAL_GLOB))
 
 
-def read_columns(spark: SparkSession, journal: str | Path,
-                 reading_key: str | None = None, log: Log = print) -> DataFrame:
+def read_columns(spark: SparkSession, journal: str | Path, reading_key: str | None = None,
+                 log: Log = print) -> tuple[DataFrame, dict[str, Any]]:
     """The journal as Spark rows of its typed columns, compacting the files not compacted
-    yet (pipeline/columns.py) first."""
-    from .columns import compact
+    yet (pipeline/columns.py) first, and its counts: rows, unusable rows (malformed lines,
+    records without time or outcome), from the files' footers."""
+    from .columns import compact, counts
     from .schema import COLUMNS_SCHEMA
 
     columns, n = compact(journal, reading_key)
     if n:
         log("compacted %d journal files into typed columns in %s" % (n, columns))
     # the journal's files name the columns to read: the journal is the source of truth
-    paths = [str(columns / (f.stem + ".parquet")) for f in journal_files(journal)]
-    return spark.read.schema(COLUMNS_SCHEMA).parquet(*paths)
+    paths = [columns / (f.stem + ".parquet") for f in journal_files(journal)]
+    rows, unusable = counts(paths)
+    return (spark.read.schema(COLUMNS_SCHEMA).parquet(*map(str, paths)),
+            {"rows": rows, "unusable": unusable})
 
 
 def check_not_stream_sink(path: Path) -> None:
@@ -50,16 +53,9 @@ def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark:
     reads the Parquet columns again, only those it needs: cheaper than Spark's cache, which
     cost more to build than the reads it saved (bench/pipeline/PROFILE.md). The rows are
     not persisted; unpersist() on them is harmless (callers of the cached version did)."""
-    from pyspark.sql import functions as F
+    from .transform import TABLES, prepare
 
-    from .transform import TABLES, prepare, usable
-
-    rows = read_columns(spark, journal, reading_key, log)
-    counts = rows.agg(F.count(F.lit(1)).alias("rows"),
-                      F.sum(F.when(usable(), 0).otherwise(1)).alias("unusable")).first()
-    assert counts is not None
-    stats: dict[str, Any] = {"rows": int(counts["rows"] or 0),
-                             "unusable": int(counts["unusable"] or 0)}
+    rows, stats = read_columns(spark, journal, reading_key, log)
     prepared = prepare(rows)
     tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
     return rows, tables, stats

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ _READ = pa.schema([
 ])
 # What a columns file holds: the record's fields the tables use, payload decoded.
 COLUMNS = pa.schema([f for f in _READ if f.name != "payload"] + [("reading", pa.float64())])
+UNUSABLE_KEY = "pubmote.unusable_rows"
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "t_bridge": (int, float), "latency_ms": (int, float), "reconnect": (bool,),
     "topic": (str,), "origin": (str,), "egress": (str,), "outcome": (str,), "payload": (str,)}
@@ -94,6 +96,16 @@ def read_journal_file(path: Path, reading_key: str | None = None) -> pa.Table:
     return t.select(COLUMNS.names).cast(COLUMNS)
 
 
+def counts(files: list[Path]) -> tuple[int, int]:
+    """(rows, unusable rows: no time or no outcome) of columns files, from their footers."""
+    rows = unusable = 0
+    for f in files:
+        meta = pq.read_metadata(f)
+        rows += meta.num_rows
+        unusable += int((meta.metadata or {}).get(UNUSABLE_KEY.encode(), b"0"))
+    return rows, unusable
+
+
 def compact(journal: str | Path, reading_key: str | None = None) -> tuple[Path, int]:
     """Compact every finished journal file that has no columns file yet; return the
     columns folder and how many files were compacted now."""
@@ -106,22 +118,32 @@ def compact(journal: str | Path, reading_key: str | None = None) -> tuple[Path, 
                             "keeps them beside the journal, give it write access" % (out, e)) \
             from e
     done = {p.stem for p in out.glob(COLUMNS_GLOB)}
-    n = 0
-    for f in sorted(src.glob(JOURNAL_GLOB)):
-        if f.stem in done:
-            continue
-        final = out / (f.stem + ".parquet")
-        tmp = out / (".%s.%d.tmp" % (final.name, os.getpid()))  # hidden: readers skip it
-        pq.write_table(read_journal_file(f, reading_key), tmp)
-        # the journal file's time: Spark's stream source takes new files oldest first, and
-        # a window must not see a later file before an earlier one (its watermark)
-        st = f.stat()
-        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
-        try:
-            os.link(tmp, final)  # never replaces a file a reader may have listed
-            n += 1
-        except FileExistsError:
-            pass  # another run compacted it first: same content
-        finally:
-            tmp.unlink()
-    return out, n
+    todo = [f for f in sorted(src.glob(JOURNAL_GLOB)) if f.stem not in done]
+    if len(todo) < 2:
+        return out, sum(_compact_file(f, out, reading_key) for f in todo)
+    # two files at a time: one file's readings decode (Python, under the GIL) runs beside
+    # the other's JSON parse and Parquet write (pyarrow's C++, without it)
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
+        return out, sum(pool.map(lambda f: _compact_file(f, out, reading_key), todo))
+
+
+def _compact_file(f: Path, out: Path, reading_key: str | None) -> int:
+    """Write f's columns file into out unless there is one; 1 if written, else 0."""
+    final = out / (f.stem + ".parquet")
+    tmp = out / (".%s.%d.tmp" % (final.name, os.getpid()))  # hidden: readers skip it
+    table = read_journal_file(f, reading_key)
+    # the batch run's counts, in the footer: read back without a Spark job
+    unusable = table.num_rows - pc.sum(pc.and_(pc.is_valid(table.column("t_bridge")),
+                                              pc.is_valid(table.column("outcome")))).as_py()
+    pq.write_table(table.replace_schema_metadata({UNUSABLE_KEY: str(unusable or 0)}), tmp)
+    # the journal file's time: Spark's stream source takes new files oldest first, and
+    # a window must not see a later file before an earlier one (its watermark)
+    st = f.stat()
+    os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+    try:
+        os.link(tmp, final)  # never replaces a file a reader may have listed
+        return 1
+    except FileExistsError:
+        return 0  # another run compacted it first: same content
+    finally:
+        tmp.unlink()
