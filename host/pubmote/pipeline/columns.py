@@ -124,7 +124,10 @@ def compact(journal: str | Path, reading_key: str | None = None) -> tuple[Path, 
     # two files at a time: one file's readings decode (Python, under the GIL) runs beside
     # the other's JSON parse and Parquet write (pyarrow's C++, without it)
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 2)) as pool:
-        return out, sum(pool.map(lambda f: _compact_file(f, out, reading_key), todo))
+        n = sum(pool.map(lambda f: _compact_file(f, out, reading_key), todo))
+    # Arrow's allocator keeps freed pages for reuse: give them back, the JVM needs them next
+    pa.default_memory_pool().release_unused()
+    return out, n
 
 
 def _compact_file(f: Path, out: Path, reading_key: str | None) -> int:
