@@ -4,7 +4,7 @@ same run on the same files, the same aggregation in DuckDB: first over the journ
 lines (Spark's run compacts them into typed columns, pipeline/columns.py), then over the
 typed columns that leaves beside the journal (both engines read those Parquet files). Each engine runs in its own
 process; we report wall time, rows/s and the peak resident memory of its whole process
-tree (for Spark: the Python driver, the JVM and its Python workers), as ratios. Spark's
+tree (for Spark: the Python driver, the JVM and any Python workers), as ratios. Spark's
 figure includes starting its JVM, which a long-running --follow job pays once.
 
     python bench/pipeline/run.py [--rows 1000000 10000000]

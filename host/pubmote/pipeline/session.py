@@ -105,10 +105,10 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          "spark.driver.bindAddress": "127.0.0.1",
                          "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
                          # local mode runs the executors in the driver's JVM: its heap is
-                         # the job's. The batch job's cache spills to disk beyond its share
-                         # and aggregations spill too, so a small heap bounds the memory
-                         # (1.3 GB RSS at 1M rows, 1.4 GB at 10M, bench/pipeline) at no
-                         # measurable cost in time; Spark's floor is 450 MB.
+                         # the job's. Aggregations spill to disk beyond their share, so a
+                         # small heap bounds the memory (whole run 0.97 GB RSS at 1M rows,
+                         # 1.19 GB at 10M, bench/pipeline) at no measurable cost in time;
+                         # Spark's floor is 450 MB.
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
         # one collector thread: on a gateway's few cores the parallel ones only contend
         java_opts = "-XX:+UseSerialGC "
