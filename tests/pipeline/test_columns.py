@@ -63,3 +63,20 @@ def test_each_file_is_compacted_once_with_its_time(tmp_path: Path) -> None:
     keyed, n = compact(tmp_path, "seq")
     assert keyed != out and n == len(src) + 1
     assert max(r["reading"] or 0 for r in pq.read_table(keyed).to_pylist()) > 1
+
+
+def test_a_json_source_checkpoint_is_refused(tmp_path: Path) -> None:
+    """A --follow checkpoint of the JSON-lines version names .jsonl files: with the
+    columns source every window would be counted again, so it is refused."""
+    import pytest
+
+    from pubmote.pipeline.session import PipelineError
+    from pubmote.pipeline.stream import check_checkpoint
+
+    src = tmp_path / "windows" / "sources" / "0"
+    src.mkdir(parents=True)
+    (src / "0").write_text('v1\n{"path":"file:///j/journal-000001.parquet","batchId":0}\n')
+    check_checkpoint(tmp_path)  # a columns checkpoint goes on
+    (src / "1").write_text('v1\n{"path":"file:///j/journal-000002.jsonl","batchId":1}\n')
+    with pytest.raises(PipelineError):
+        check_checkpoint(tmp_path)
