@@ -1,8 +1,10 @@
 """Pipeline benchmark: the batch job (both tables: per-topic windows and per-node health,
 CBOR readings decoded) over a journal of ROWS records, on Spark in local mode and, in the
-same run on the same files, the same aggregation in DuckDB. Each engine runs in its own
+same run on the same files, the same aggregation in DuckDB: first over the journal's JSON
+lines (Spark's run compacts them into typed columns, pipeline/columns.py), then over the
+typed columns that leaves beside the journal (both engines read those Parquet files). Each engine runs in its own
 process; we report wall time, rows/s and the peak resident memory of its whole process
-tree (for Spark: the Python driver, the JVM and its Python workers), as ratios. Spark's
+tree (for Spark: the Python driver, the JVM and any Python workers), as ratios. Spark's
 figure includes starting its JVM, which a long-running --follow job pays once.
 
     python bench/pipeline/run.py [--rows 1000000 10000000]
@@ -46,15 +48,19 @@ con = duckdb.connect()
 con.create_function("reading", lambda p: reading_of(p), ["VARCHAR"], "DOUBLE",
                     null_handling="special", side_effects=False)
 t1 = time.monotonic()
-src, out = sys.argv[1], sys.argv[2]
+src, out, fmt = sys.argv[1], sys.argv[2], sys.argv[3]
 cols = ("{t_board: 'BIGINT', t_bridge: 'DOUBLE', topic: 'VARCHAR', origin: 'VARCHAR', "
         "ingress: 'VARCHAR', egress: 'VARCHAR', size: 'BIGINT', outcome: 'VARCHAR', "
         "latency_ms: 'DOUBLE', payload: 'VARCHAR', reconnect: 'BOOLEAN'}")
+if fmt == "json":  # the journal's JSON lines, payloads decoded by the pipeline's decoder
+    rows = ("SELECT *, CASE WHEN outcome = 'relayed' THEN reading(payload) END AS reading "
+            "FROM read_json('%s/journal-*.jsonl', format='newline_delimited', columns=%s)"
+            % (src, cols))
+else:  # the journal's typed columns, as `pubmote pipeline` compacted them
+    rows = "SELECT * FROM read_parquet('%s/.columns/journal-*.parquet')" % src
 con.execute(
-    "CREATE TEMP TABLE j AS SELECT *, make_timestamp(CAST(t_bridge * 1000 AS BIGINT)) AS ts, "
-    "CASE WHEN outcome = 'relayed' THEN reading(payload) END AS reading "
-    "FROM read_json('%s/journal-*.jsonl', format='newline_delimited', columns=%s) "
-    "WHERE t_bridge IS NOT NULL AND outcome IS NOT NULL" % (src, cols))
+    "CREATE TEMP TABLE j AS SELECT *, make_timestamp(CAST(t_bridge * 1000 AS BIGINT)) AS ts "
+    "FROM (%s) WHERE t_bridge IS NOT NULL AND outcome IS NOT NULL" % rows)
 egress = "outcome IN ('delivered', 'dropped', 'nacked')"
 con.execute(
     "COPY (SELECT time_bucket(INTERVAL 1 minute, ts) AS window_start, topic, origin, "
@@ -128,10 +134,10 @@ def sample_tree(pid: int, cpu_s: dict[int, float]) -> tuple[int, int]:
     return rss, pss
 
 
-def run_engine(code: str, journal: Path, out: Path) -> dict[str, float]:
+def run_engine(code: str, journal: Path, out: Path, *args: str) -> dict[str, float]:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-c", code, str(journal), str(out)],
+    p = subprocess.Popen([sys.executable, "-c", code, str(journal), str(out), *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = 0
     cpu_s: dict[int, float] = {}  # the last sample of each process: short-lived ones, and
@@ -203,23 +209,37 @@ def main() -> int:
     for rows in sorted(args.rows):
         journal = journal_of(rows, full)
         mb = sum(f.stat().st_size for f in journal.glob("journal-*.jsonl")) / 1e6
+        # First from the journal's JSON lines, as a first batch run over a journal meets
+        # it (Spark's run compacts the files into typed columns, DuckDB parses the JSON);
+        # then again over the typed columns, as every later run (and a --follow job,
+        # which compacts each file as it appears) meets them: both engines read them.
         with tempfile.TemporaryDirectory(prefix="pubmote-bench-") as tmp:
-            res = {"Spark local[*]": run_engine(SPARK_JOB, journal, Path(tmp) / "spark"),
-                   "DuckDB": run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb")}
-        s, d = res["Spark local[*]"], res["DuckDB"]
-        if (s["windows"], s["health"]) != (d["windows"], d["health"]):
+            res = {"Spark local[*], JSON lines (compacts)":
+                   run_engine(SPARK_JOB, journal, Path(tmp) / "spark"),
+                   "DuckDB, JSON lines":
+                   run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb", "json"),
+                   "Spark local[*], typed columns":
+                   run_engine(SPARK_JOB, journal, Path(tmp) / "spark2"),
+                   "DuckDB, typed columns":
+                   run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb2", "columns")}
+        sizes = {(r["windows"], r["health"]) for r in res.values()}
+        if len(sizes) != 1:
             raise SystemExit("the engines disagree on the table sizes: %r" % res)
         for name, r in res.items():
             print("| %s | %.0f | %s | %.1f | %.1f | %.1f | %s | %.0f | %.0f |" % (
                 format(rows, ","), mb, name, r["wall_s"], r["startup_s"], r["cpu_s"],
                 format(int(rows / r["wall_s"]), ","), r["peak_rss"] / 1e6,
                 r["peak_pss"] / 1e6))
-        summary.append("%s rows (%d window rows, %d health rows): Spark / DuckDB %.2fx the "
-                       "rows/s (job only, without startup: %.2fx), %.2fx the CPU time, "
-                       "%.2fx the peak RSS" % (
-                           format(rows, ","), s["windows"], s["health"],
-                           d["wall_s"] / s["wall_s"], d["job_s"] / s["job_s"],
-                           s["cpu_s"] / d["cpu_s"], s["peak_rss"] / d["peak_rss"]))
+        names = list(res)
+        for what, s, d in (("JSON lines", res[names[0]], res[names[1]]),
+                           ("typed columns", res[names[2]], res[names[3]])):
+            summary.append("%s rows, %s (%d window rows, %d health rows): Spark / DuckDB "
+                           "%.2fx the rows/s (job only, without startup: %.2fx), %.2fx the "
+                           "CPU time, %.2fx the peak RSS; Spark peak RSS %.0f MB" % (
+                               format(rows, ","), what, s["windows"], s["health"],
+                               d["wall_s"] / s["wall_s"], d["job_s"] / s["job_s"],
+                               s["cpu_s"] / d["cpu_s"], s["peak_rss"] / d["peak_rss"],
+                               s["peak_rss"] / 1e6))
         shutil.rmtree(journal)
     print("%d cores; load average at the end %.1f" % (os.cpu_count() or 0, os.getloadavg()[0]))
     for line in summary:

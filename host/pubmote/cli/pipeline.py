@@ -24,7 +24,9 @@ examples:
       --conf spark.executor.memory=4g                        the same job on a cluster
 
 A reading is the CBOR number a board published, or the "value"/"reading"/"celsius"/
-"temperature" entry of a CBOR map (--reading-key picks another). Needs Java 17+.
+"temperature" entry of a CBOR map (--reading-key picks another). Each finished journal
+file is compacted once into typed columns (Parquet, readings decoded) in JOURNAL_DIR/.columns,
+which Spark reads: the pipeline needs write access to the journal folder. Needs Java 17+.
 """
 
 
@@ -85,14 +87,17 @@ def usage_error(args: argparse.Namespace) -> str | None:
                     "'30 seconds', '2 hours'" % (flag, value))
     if args.follow and args.report:
         return "--report runs on the batch tables; run it without --follow"
-    if "://" not in args.journal:  # a local folder (hdfs://, s3a:// are Spark's to check)
-        if not os.path.exists(args.journal):
-            if not args.follow:  # --follow makes it and waits: the bridge may start later
-                return ("journal folder %s does not exist (pubmote bridge --journal %s "
-                        "writes it)" % (args.journal, args.journal))
-        elif not os.path.isdir(args.journal):
-            return ("%s is a file, not a folder: give the folder the bridge's --journal "
-                    "writes (its files are journal-*.jsonl)" % args.journal)
+    if "://" in args.journal:
+        return ("journal %s: give a folder of this host (on a cluster, a mount every node "
+                "sees, e.g. NFS): the pipeline compacts the journal into typed columns "
+                "beside it before Spark reads them" % args.journal)
+    if not os.path.exists(args.journal):
+        if not args.follow:  # --follow makes it and waits: the bridge may start later
+            return ("journal folder %s does not exist (pubmote bridge --journal %s "
+                    "writes it)" % (args.journal, args.journal))
+    elif not os.path.isdir(args.journal):
+        return ("%s is a file, not a folder: give the folder the bridge's --journal "
+                "writes (its files are journal-*.jsonl)" % args.journal)
     if args.trigger_seconds <= 0:
         return "--trigger-seconds %g: give a number of seconds above 0" % args.trigger_seconds
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .schema import JOURNAL_GLOB
+from .columns import JOURNAL_GLOB
 from .session import Log, PipelineError
 
 if TYPE_CHECKING:
@@ -21,11 +21,22 @@ def journal_files(journal: str | Path) -> list[Path]:
     return sorted(d.glob(JOURNAL_GLOB))
 
 
-def read_journal(spark: SparkSession, journal: str | Path) -> DataFrame:
-    from .schema import JOURNAL_SCHEMA
+def read_columns(spark: SparkSession, journal: str | Path, reading_key: str | None = None,
+                 log: Log = print) -> tuple[DataFrame, dict[str, Any]]:
+    """The journal as Spark rows of its typed columns, compacting the files not compacted
+    yet (pipeline/columns.py) first, and its counts: rows, unusable rows (malformed lines,
+    records without time or outcome), from the files' footers."""
+    from .columns import compact, counts
+    from .schema import COLUMNS_SCHEMA
 
-    return (spark.read.schema(JOURNAL_SCHEMA).option("pathGlobFilter", JOURNAL_GLOB)
-            .option("mode", "PERMISSIVE").json(str(journal)))
+    columns, n = compact(journal, reading_key)
+    if n:
+        log("compacted %d journal files into typed columns in %s" % (n, columns))
+    # the journal's files name the columns to read: the journal is the source of truth
+    paths = [columns / (f.stem + ".parquet") for f in journal_files(journal)]
+    rows, unusable = counts(paths)
+    return (spark.read.schema(COLUMNS_SCHEMA).parquet(*map(str, paths)),
+            {"rows": rows, "unusable": unusable})
 
 
 def check_not_stream_sink(path: Path) -> None:
@@ -34,34 +45,18 @@ def check_not_stream_sink(path: Path) -> None:
                             "give the batch run its own --out" % path)
 
 
-# What the tables and the report use: the persisted rows keep only these (the payload,
-# the widest column, is decoded into `reading` on the way in and dropped).
-KEPT_COLUMNS = ("t_bridge", "ts", "topic", "origin", "egress", "outcome", "latency_ms",
-                "reading", "reconnect")
-
-
 def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark: str,
-            reading_key: str | None = None) -> tuple[DataFrame, dict[str, DataFrame],
-                                                      dict[str, Any]]:
-    """The journal, read and decoded once and persisted (unpersist it when done), its
-    tables, and counts: rows read and rows unusable (malformed lines, records without time
-    or outcome). Tables and report filter the persisted rows, so JSON parsing and the
-    reading decoder run once per batch run. Only the kept columns are persisted, in
-    Spark's columnar cache, which spills to disk beyond its share of the heap: memory
-    stays bounded whatever the journal's size."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+            reading_key: str | None = None, log: Log = print,
+            ) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
+    """The journal's rows (its typed columns), its tables, and counts: rows read and rows
+    unusable (malformed lines, records without time or outcome). Each table and the report
+    reads the Parquet columns again, only those it needs: cheaper than Spark's cache, which
+    cost more to build than the reads it saved (bench/pipeline/PROFILE.md). The rows are
+    not persisted; unpersist() on them is harmless (callers of the cached version did)."""
+    from .transform import TABLES, prepare
 
-    from .transform import TABLES, enrich, usable
-
-    rows = enrich(read_journal(spark, journal), reading_key).select(*KEPT_COLUMNS).persist(
-        StorageLevel.MEMORY_AND_DISK)
-    counts = rows.agg(F.count(F.lit(1)).alias("rows"),
-                      F.sum(F.when(usable(), 0).otherwise(1)).alias("unusable")).first()
-    assert counts is not None
-    stats: dict[str, Any] = {"rows": int(counts["rows"] or 0),
-                             "unusable": int(counts["unusable"] or 0)}
-    prepared = rows.where(usable())
+    rows, stats = read_columns(spark, journal, reading_key, log)
+    prepared = prepare(rows)
     tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
     return rows, tables, stats
 
@@ -81,7 +76,7 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
         raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
                             "renames them into place on rotation (--journal-max-age)" % journal)
     rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
-                                  reading_key=reading_key)
+                                  reading_key=reading_key, log=log)
     try:
         for name, df in tables.items():
             df.write.mode("overwrite").parquet(str(out / name))

@@ -1,6 +1,7 @@
 """Sensor readings from journal payloads: what a board published (CBOR, or a number as
-text), as one float. Plain Python with no Spark import: Spark ships this module to its
-Python workers, which call `readings_of` on a whole Arrow batch of payloads at a time.
+text), as one float. Plain Python with no Spark import: the pipeline's compaction
+(columns.py) calls `readings_of` on a journal file's payloads once, when it writes the
+file's typed columns.
 
 CBOR is decoded by cbor2's C decoder (2.5x faster per payload than the pure-Python
 pubmote_wire subset the boards speak, bench/pipeline/PROFILE.md), held to the same
@@ -76,5 +77,5 @@ def reading_of(payload_hex: str | None, key: str | None = None) -> float | None:
 
 
 def readings_of(payloads: Iterable[str | None], key: str | None = None) -> list[float | None]:
-    """reading_of over a batch (what the pipeline's Arrow UDF calls once per batch)."""
+    """reading_of over a batch (what the compaction calls once per journal file)."""
     return [reading_of(p, key) for p in payloads]

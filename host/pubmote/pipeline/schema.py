@@ -1,5 +1,6 @@
-"""The journal's record schema, given to Spark explicitly (no inference: a stream needs
-it, and a schema guessed from one file would change with the files).
+"""The schema of the journal's columns (pipeline/columns.py), given to Spark explicitly (no
+inference: a stream needs it, and a schema guessed from one file would change with the
+files). The fields are the journal records' own, `payload` decoded into `reading`.
 
 Records (one JSON line each; see host/pubmote/core/journal.py and core/hub_base.py):
   outcome   relayed (one per message, with `payload` hex) | delivered | dropped |
@@ -16,28 +17,18 @@ from __future__ import annotations
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
-    LongType,
     StringType,
     StructField,
     StructType,
 )
 
-CORRUPT = "_corrupt_record"
-
-JOURNAL_SCHEMA = StructType([
-    StructField("t_board", LongType()),
+COLUMNS_SCHEMA = StructType([
     StructField("t_bridge", DoubleType()),
     StructField("topic", StringType()),
     StructField("origin", StringType()),
-    StructField("ingress", StringType()),
     StructField("egress", StringType()),
-    StructField("size", LongType()),
     StructField("outcome", StringType()),
     StructField("latency_ms", DoubleType()),
-    StructField("payload", StringType()),
     StructField("reconnect", BooleanType()),
+    StructField("reading", DoubleType()),
 ])
-
-# Only the finished files: the in-progress ones are hidden (.journal-*.part), which
-# Spark's file index skips anyway; other files a user drops in the folder are not ours.
-JOURNAL_GLOB = "journal-*.jsonl"

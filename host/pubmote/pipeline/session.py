@@ -1,6 +1,7 @@
 """Starting Spark for the pipeline: the Java check, a SparkSession with sane settings for
 one gateway (local[*]) that any --master and --conf override, quiet logs, and the
-pipeline's Python code shipped to a cluster's executors."""
+executors running no Python: the journal's columns are typed and decoded before Spark
+reads them (columns.py), so no Python UDF runs on an executor."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,25 +78,6 @@ def require_java() -> str:
     return exe
 
 
-def _code_zip() -> str:
-    """pubmote_wire and pubmote.pipeline as one zip for a cluster's Python workers (the
-    reading UDF imports them); local mode needs none, the workers share our interpreter."""
-    import pubmote
-    import pubmote_wire
-
-    wire = Path(next(iter(pubmote_wire.__path__)))
-    top = Path(next(iter(pubmote.__path__)))
-    files = [(f, Path("pubmote_wire") / f.relative_to(wire)) for f in sorted(wire.rglob("*.py"))]
-    files.append((top / "__init__.py", Path("pubmote") / "__init__.py"))
-    files += [(f, Path("pubmote") / f.relative_to(top))
-              for f in sorted((top / "pipeline").rglob("*.py"))]
-    path = Path(tempfile.mkdtemp(prefix="pubmote-spark-")) / "pubmote_code.zip"
-    with zipfile.ZipFile(path, "w") as z:
-        for f, arc in files:
-            z.write(f, str(arc))
-    return str(path)
-
-
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
                   app_name: str = "pubmote-pipeline", verbose: bool = False) -> SparkSession:
     """A SparkSession for the pipeline. Defaults (each overridden by `conf`): UTC session
@@ -109,14 +89,14 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
 
     local = master.startswith("local")
     conf = dict(conf or {})
-    # Python workers run this interpreter (with pyarrow, pubmote_wire) unless the user
-    # chose another; on a cluster the executors' own Python is the cluster's business.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # the batch run names each journal file's columns (100 at 10M bench rows): listing
+        # them in the driver is cheaper than the Spark job Spark runs beyond 32 paths
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
     }
     java_opts = ""
     if local:
@@ -125,10 +105,10 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          "spark.driver.bindAddress": "127.0.0.1",
                          "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
                          # local mode runs the executors in the driver's JVM: its heap is
-                         # the job's. The batch job's cache spills to disk beyond its share
-                         # and aggregations spill too, so a small heap bounds the memory
-                         # (1.3 GB RSS at 1M rows, 1.4 GB at 10M, bench/pipeline) at no
-                         # measurable cost in time; Spark's floor is 450 MB.
+                         # the job's. Aggregations spill to disk beyond their share, so a
+                         # small heap bounds the memory (whole run 0.97 GB RSS at 1M rows,
+                         # 1.19 GB at 10M, bench/pipeline) at no measurable cost in time;
+                         # Spark's floor is 450 MB.
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
         # one collector thread: on a gateway's few cores the parallel ones only contend
         java_opts = "-XX:+UseSerialGC "
@@ -147,8 +127,6 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
-    if not local:
-        spark.sparkContext.addPyFile(_code_zip())
     return spark
 
 

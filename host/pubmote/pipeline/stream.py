@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .schema import JOURNAL_GLOB, JOURNAL_SCHEMA
+from .columns import COLUMNS_GLOB, compact
+from .schema import COLUMNS_SCHEMA
 from .session import Log, PipelineError
 from .transform import TABLES, prepare
 
@@ -30,14 +31,27 @@ def check_sink(path: Path) -> None:
                             "(a stream's sink must be written by the stream only)" % path)
 
 
+def check_checkpoint(checkpoint: Path) -> None:
+    """Refuse a checkpoint whose source read the journal's JSON files (pubmote before the
+    typed columns): its log names .jsonl files, so every .parquet file would be new to it
+    and every window counted twice."""
+    for f in checkpoint.glob("*/sources/*/*"):
+        if f.is_file() and '.jsonl"' in f.read_text(errors="replace"):
+            raise PipelineError("%s is the checkpoint of an older pubmote pipeline (it read "
+                                "the journal's JSON lines); give --follow a new --out and "
+                                "--checkpoint" % checkpoint)
+
+
 def start(spark: SparkSession, journal: str | Path, out: str | Path,
           checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float,
           max_files: int | None = None,
           reading_key: str | None = None) -> list[StreamingQuery]:
     """Start one query per table; they run until stopped."""
     Path(journal).mkdir(parents=True, exist_ok=True)  # the bridge may start after us
-    reader = (spark.readStream.schema(JOURNAL_SCHEMA).option("pathGlobFilter", JOURNAL_GLOB)
-              .option("mode", "DROPMALFORMED"))
+    check_checkpoint(Path(checkpoint))
+    columns, _ = compact(journal, reading_key)
+    # malformed lines are rows without t_bridge in the columns: prepare() drops them
+    reader = spark.readStream.schema(COLUMNS_SCHEMA).option("pathGlobFilter", COLUMNS_GLOB)
     if max_files:
         reader = reader.option("maxFilesPerTrigger", max_files)
     queries = []
@@ -46,7 +60,7 @@ def start(spark: SparkSession, journal: str | Path, out: str | Path,
     for name, fn in TABLES.items():
         sink = Path(out) / name
         check_sink(sink)
-        df = fn(prepare(reader.json(str(journal)), reading_key), window, watermark)
+        df = fn(prepare(reader.parquet(str(columns))), window, watermark)
         queries.append(df.writeStream.queryName(name).format("parquet").outputMode("append")
                        .option("path", str(sink))
                        .option("checkpointLocation", str(Path(checkpoint) / name))
@@ -78,6 +92,20 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    failed: list[BaseException] = []
+
+    def compactor() -> None:
+        # new journal files into columns, at twice the trigger's pace: a file waits at
+        # most half a trigger before the stream can see it
+        try:
+            while not stop.wait(min(1.0, trigger_s / 2)):
+                compact(journal, reading_key)
+        except BaseException as e:  # noqa: BLE001 - reported by the main loop
+            failed.append(e)
+            stop.set()
+
+    thread = threading.Thread(target=compactor, name="pubmote-compactor", daemon=True)
+    thread.start()
     seen: dict[str, Any] = {}
     try:
         while not stop.wait(1.0):
@@ -91,7 +119,11 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
                     busy, line = _describe(q.name or "", dict(p))
                     if busy:
                         log(line)
+        if failed:
+            raise PipelineError("compacting the journal failed: %s" % failed[0])
     finally:
+        stop.set()
+        thread.join()
         for q in queries:
             q.stop()
         for q in queries:

@@ -4,7 +4,6 @@ per-topic and per-node windows. With a watermark it is a valid streaming aggrega
 
 from __future__ import annotations
 
-import pyarrow as pa  # type: ignore[import-untyped]  # Spark reads the UDF type hints
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -23,31 +22,11 @@ def usable() -> Column:
     return F.col("t_bridge").isNotNull() & F.col("outcome").isNotNull()
 
 
-def reading_column(payload: Column, reading_key: str | None = None) -> Column:
-    """The decoded reading of `payload` (hex CBOR), by an Arrow UDF: Spark hands Python a
-    column batch at a time (10,000 rows), not a pickled row at a time as the per-row
-    UDF it replaces did (bench/pipeline/PROFILE.md)."""
-    def decode(payloads: pa.Array) -> pa.Array:
-        from pubmote.pipeline.readings import readings_of
-
-        return pa.array(readings_of(payloads.to_pylist(), reading_key), type=pa.float64())
-
-    return F.arrow_udf(decode, "double")(payload)  # type: ignore[attr-defined, no-any-return]
-
-
-def enrich(df: DataFrame, reading_key: str | None = None) -> DataFrame:
-    """Add the event time `ts` (from t_bridge) and the decoded `reading` (relayed rows)."""
-    # Spark evaluates a Python UDF on every row of its input, whatever CASE is around it:
-    # giving it only the relayed rows' payloads (NULL elsewhere) keeps the rest cheap.
-    relayed = F.col("outcome") == "relayed"
-    return (df.withColumn("ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
-              .withColumn("reading", reading_column(F.when(relayed, F.col("payload")),
-                                                    reading_key)))
-
-
-def prepare(df: DataFrame, reading_key: str | None = None) -> DataFrame:
-    """The usable rows, enriched: what every table aggregates."""
-    return enrich(df.where(usable()), reading_key)
+def prepare(df: DataFrame) -> DataFrame:
+    """The usable rows of the journal's columns with their event time `ts` (from t_bridge):
+    what every table aggregates. The reading was decoded when the columns were written."""
+    return df.where(usable()).withColumn(
+        "ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
 
 
 def _count(cond: Column) -> Column:

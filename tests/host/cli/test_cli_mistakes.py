@@ -135,6 +135,8 @@ def test_pipeline_window_and_journal_folder(tmp_path: Path) -> None:
     f.write_text("{}\n")
     _one_line(_run(["pipeline", str(f)], tmp_path), "is a file, not a folder")
     _one_line(_run(["pipeline", str(tmp_path / "nothere")], tmp_path), "does not exist")
+    # the journal's typed columns are written beside it: a folder of this host
+    _one_line(_run(["pipeline", "hdfs:///pubmote/journal"], tmp_path), "typed columns")
     assert time.monotonic() - t0 < 30  # found before Spark starts
 
 

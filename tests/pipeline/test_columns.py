@@ -1,0 +1,82 @@
+"""The journal's typed columns (compaction), without Spark: the same rows and readings as
+the JSON lines, malformed lines kept as unusable rows, each file compacted once and never
+replaced, its time kept (the stream's file order)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from pubmote.pipeline.columns import COLUMNS, columns_dir, compact, read_journal_file
+from pubmote.pipeline.readings import reading_of
+from pubmote.pipeline.synth import records, write_journal
+
+
+def test_columns_hold_the_records_with_readings_decoded(tmp_path: Path) -> None:
+    recs = list(records(300, boards=3, subscribers=2, seed=8))
+    write_journal(tmp_path, iter(recs), per_file=400)
+    # a file that is not ours and a bridge's in-progress file are not compacted
+    (tmp_path / ".journal-1-0001.jsonl.part").write_text('{"outcome":"relayed"}\n')
+    (tmp_path / "notes.txt").write_text("x\n")
+    out, n = compact(tmp_path)
+    files = sorted(out.glob("*"))
+    assert out == columns_dir(tmp_path) and n == len(files) == len(recs) // 400 + 1
+    got = [r for f in files for r in pq.read_table(f).to_pylist()]
+    assert pq.read_schema(files[0]).names == COLUMNS.names
+    assert len(got) == len(recs)
+    for g, r in zip(got, recs, strict=True):
+        for k in ("t_bridge", "topic", "origin", "egress", "outcome", "latency_ms",
+                  "reconnect"):
+            assert g[k] == r.get(k), (k, g, r)
+        want = reading_of(r.get("payload")) if r["outcome"] == "relayed" else None
+        assert g["reading"] == want and (want is not None) == (r["outcome"] == "relayed")
+
+
+def test_malformed_lines_are_rows_of_nulls(tmp_path: Path) -> None:
+    f = tmp_path / "journal-000001.jsonl"
+    f.write_text('{"outcome":"relayed","t_bridge":\n\x00garbage\n\n[1,2]\n'
+                 '{"t_bridge":"soon","outcome":"board_up","origin":"b1"}\n'
+                 '{"t_bridge":5,"outcome":"relayed","payload":"f94d60"}\n')
+    rows = read_journal_file(f).to_pylist()
+    assert len(rows) == 5  # the blank line is no row
+    assert all(v is None for r in rows[:3] for v in r.values())
+    assert rows[3]["t_bridge"] is None and rows[3]["origin"] == "b1"
+    assert rows[4]["t_bridge"] == 5.0 and rows[4]["reading"] == 21.5
+
+
+def test_each_file_is_compacted_once_with_its_time(tmp_path: Path) -> None:
+    write_journal(tmp_path, records(100), per_file=100)
+    src = sorted(tmp_path.glob("journal-*.jsonl"))
+    os.utime(src[0], (1_000_000, 1_000_000))
+    out, n = compact(tmp_path)
+    assert n == len(src) >= 2
+    first = out / (src[0].stem + ".parquet")
+    assert first.stat().st_mtime == 1_000_000
+    inode = first.stat().st_ino
+    write_journal(tmp_path, records(10, seed=3), start_index=len(src))
+    assert compact(tmp_path)[1] == 1  # only the new file
+    assert first.stat().st_ino == inode  # the old ones are never rewritten
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+    # another reading rule is another folder
+    keyed, n = compact(tmp_path, "seq")
+    assert keyed != out and n == len(src) + 1
+    assert max(r["reading"] or 0 for r in pq.read_table(keyed).to_pylist()) > 1
+
+
+def test_a_json_source_checkpoint_is_refused(tmp_path: Path) -> None:
+    """A --follow checkpoint of the JSON-lines version names .jsonl files: with the
+    columns source every window would be counted again, so it is refused."""
+    import pytest
+
+    from pubmote.pipeline.session import PipelineError
+    from pubmote.pipeline.stream import check_checkpoint
+
+    src = tmp_path / "windows" / "sources" / "0"
+    src.mkdir(parents=True)
+    (src / "0").write_text('v1\n{"path":"file:///j/journal-000001.parquet","batchId":0}\n')
+    check_checkpoint(tmp_path)  # a columns checkpoint goes on
+    (src / "1").write_text('v1\n{"path":"file:///j/journal-000002.jsonl","batchId":1}\n')
+    with pytest.raises(PipelineError):
+        check_checkpoint(tmp_path)
