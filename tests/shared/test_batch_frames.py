@@ -1,5 +1,6 @@
 # Tests of pubmote_wire.batch (link batches, docs/protocols/link-batch.md): exact frame bytes,
 # the same-topic shorthand, bounds, and malformed frames rejected whole.
+from framecases import crc_with_zero_byte
 from pubmote_wire import batch, framing
 from pubmote_wire.errors import DecodeError, EncodeError
 from runner import hexs, raises, unhex
@@ -116,26 +117,13 @@ def test_malformed_acks():
         assert raises(DecodeError, batch.ack_runs, unhex(hx)), hx
 
 
-def _crc_with_zero_byte():
-    # short payloads whose CRC has a zero byte: the block after it opens at the very end
-    out = []
-    for k in range(2000):
-        p = b"%d" % k
-        c = framing.crc16(p)
-        if (c >> 8) == 0 or (c & 0xFF) == 0:
-            out.append(p)
-        if len(out) == 3:
-            break
-    return out
-
-
 def test_frame_inplace_is_encode_frame_bytes():
     seq = lambda a, b: bytes(range(a, b))  # noqa: E731
     payloads = [b"", b"\x00", b"\x00\x00", b"ab\x00", b"\x11" * 251, b"\x11" * 252,
                 b"\x11" * 253, b"\x11" * 254, b"\x11" * 255, b"\x11" * 508,
                 b"\x11" * 252 + b"\x00", b"\x11" * 254 + b"\x00" + b"\x22" * 300,
                 seq(1, 256) * 3, b"\x00" * 260, seq(0, 256) + b"\x00" + seq(0, 256), _batch()]
-    payloads += _crc_with_zero_byte()
+    payloads += crc_with_zero_byte()
     assert len(payloads) == 19  # the CRC search found three
     out = bytearray(framing.frame_size_max(800) + 3)
     for p in payloads:

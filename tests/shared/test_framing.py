@@ -1,4 +1,5 @@
 # Tests of pubmote_wire.framing: CRC-16/CCITT-FALSE, COBS bytes, chunking, resync, bounds.
+from framecases import crc_with_zero_byte
 from pubmote_wire import framing
 from pubmote_wire.errors import EncodeError
 from runner import raises, unhex
@@ -228,25 +229,12 @@ def _parts(payload, size):
     return out, calls
 
 
-def _crc_with_zero_byte():
-    # short payloads whose CRC has a zero byte: the block after it opens at the very end
-    out = []
-    for k in range(2000):
-        p = b"%d" % k
-        c = framing.crc16(p)
-        if (c >> 8) == 0 or (c & 0xFF) == 0:
-            out.append(p)
-        if len(out) == 3:
-            break
-    return out
-
-
 def test_frame_parts_are_encode_frame_bytes():
     payloads = [b"", b"\x00", b"\x00\x00", b"ab\x00", b"\x11" * 251, b"\x11" * 252,
                 b"\x11" * 253, b"\x11" * 254, b"\x11" * 255, b"\x11" * 508,
                 b"\x11" * 252 + b"\x00", b"\x11" * 254 + b"\x00" + b"\x22" * 300,
                 seq(1, 256) * 3, b"\x00" * 260, seq(0, 256) + b"\x00" + seq(0, 256)]
-    payloads += _crc_with_zero_byte()
+    payloads += crc_with_zero_byte()
     assert len(payloads) > 15  # the CRC search found some
     for p in payloads:
         crc = framing.crc16(p)
