@@ -64,8 +64,8 @@ _F32 = bytearray(4)  # scratch for the float-width check: no allocation per floa
 def _float_head(x):
     """(CBOR initial byte, IEEE bits as an int or None for the double itself) of float x in
     its preferred width. The float32 fields are worked out by hand, as _ieee reads them
-    (struct's "f" format is not on every MicroPython), and kept as small ints: on a 32-bit
-    board an int above 2**30 would be a heap object."""
+    (struct's float32 format letter is not on every MicroPython), and kept as small ints:
+    on a 32-bit board an int above 2**30 would be a heap object."""
     import math
 
     if x != x:
