@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubmote_wire import data, interest, name, notify
+from pubmote_wire import data, interest, name, notify, tlv
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.signature import DigestSigner
 
@@ -23,13 +23,9 @@ def _only_decode_error(fn, buf) -> None:  # type: ignore[no-untyped-def]
 
 
 def _varnum(n: int) -> bytes:
-    if n < 0xFD:
-        return bytes([n])
-    if n <= 0xFFFF:
-        return b"\xfd" + n.to_bytes(2, "big")
-    if n <= 0xFFFFFFFF:
-        return b"\xfe" + n.to_bytes(4, "big")
-    return b"\xff" + n.to_bytes(8, "big")
+    out = bytearray(tlv.varnum_size(n))
+    tlv.write_varnum(out, 0, n)
+    return bytes(out)
 
 
 tlv_types = st.sampled_from([0, 1, 2, 5, 6, 7, 8, 0x0A, 0x0C, 0x12, 0x14, 0x15, 0x16, 0x17,
