@@ -90,6 +90,16 @@ class Stream:
         """The PeerId at the other end (authenticated by Noise)."""
         return self.session.remote_peer
 
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet read (at most the receive window)."""
+        return self._buffered
+
+    @property
+    def send_window(self) -> int:
+        """Bytes the remote lets us send before its next window update."""
+        return self._send_window
+
     # -- called by the session -----------------------------------------------------------
     def _on_data(self, payload: bytes) -> None:
         n = len(payload)
@@ -323,6 +333,11 @@ class YamuxSession:
     @property
     def stream_count(self) -> int:
         return len(self._streams)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received on all open streams and not yet read by their handlers."""
+        return sum(st.buffered for st in self._streams.values())
 
     def _forget(self, stream: Stream) -> None:
         if self._streams.get(stream.stream_id) is stream:

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from e2e import wait_until
 from pubmote.core.forwarder import Forwarder
 from pubmote_wire import name as ndn_name
 
@@ -68,7 +69,7 @@ def test_pit_timeout_tells_internal_sinks() -> None:
         fwd = Forwarder()
         heard: list[tuple[bytes | None, int | None]] = []
         assert fwd.add_pending(N("/t"), 5, 20, sink=lambda d, r: heard.append((d, r)))
-        await asyncio.sleep(0.1)
+        await wait_until(lambda: bool(heard), 10, "the PIT entry to time out")
         assert heard == [(None, None)] and not fwd.pit and fwd.counters["pit_timeouts"] == 1
 
     asyncio.run(run())

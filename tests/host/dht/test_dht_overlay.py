@@ -9,6 +9,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from e2e import wait_until
 from pubmote.dht import bep44, krpc
 from pubmote.dht.bep50 import TopicOverlay
 from pubmote.dht.node import DhtNode
@@ -87,8 +88,8 @@ def test_late_joiner_gets_last_value_at_once_and_then_pushes() -> None:
                 await ov.join()
                 ovs.append(ov)
             await ovs[0].publish(bep44.sign_item(kp, b"last value", 41, b"room"))
-            await asyncio.sleep(0.3)
-            assert all(ov.item is not None and ov.item.seq == 41 for ov in ovs)
+            await wait_until(lambda: all(ov.item is not None and ov.item.seq == 41
+                                         for ov in ovs), 20, "every member to hold seq 41")
             seen: list[bytes] = []
             late = TopicOverlay(net.nodes[7], kp.public, b"room",
                                 on_update=lambda it: seen.append(it.value()))

@@ -38,6 +38,14 @@ async def settle(cond: Callable[[], bool], timeout_s: float = 20.0) -> None:
         await asyncio.sleep(0.02)
 
 
+async def heartbeats(routers: list[GossipSub], n: int = 2) -> None:
+    """Wait until each router ran n more heartbeats: the time a check that something does
+    not happen gives it (mesh upkeep, gossip and backoffs all run on heartbeats)."""
+    start = [g.heartbeats for g in routers]
+    await settle(lambda: all(g.heartbeats >= s + n for g, s in zip(routers, start,
+                                                                     strict=True)))
+
+
 class Node:
     """A host, its router and what its subscriber got."""
 
@@ -132,7 +140,7 @@ def test_mesh_degree_stays_within_bounds() -> None:
             await settle(lambda: all(len(n.gs.peers(T)) == 9 for n in nodes))
             await settle(lambda: all(2 <= len(n.gs.mesh_peers(T)) <= 4 for n in nodes))
             for _ in range(5):  # and it stays so over heartbeats
-                await asyncio.sleep(0.1)
+                await heartbeats([n.gs for n in nodes], 1)
                 assert all(len(n.gs.mesh_peers(T)) <= 4 for n in nodes)
             await settle(lambda: all(2 <= len(n.gs.mesh_peers(T)) <= 4 for n in nodes))
             # The mesh is symmetric once settled: if a has b, b has a.
@@ -158,7 +166,7 @@ def test_chain_relays_in_order_and_once() -> None:
             sent = [b"m%d" % i for i in range(50)]
             ids = [await nodes[0].gs.publish(T, d) for d in sent]
             await settle(lambda: all(len(n.got) == 50 for n in nodes[1:]))
-            await asyncio.sleep(0.2)
+            await heartbeats([n.gs for n in nodes])
             for n in nodes[1:]:
                 assert n.data() == sent
                 assert [m.msg_id for m in n.got] == ids
@@ -180,7 +188,7 @@ def test_seen_cache_dedupes_and_expires() -> None:
             for i in range(20):
                 await a.gs.publish(T, b"%d" % i)
             await settle(lambda: len(b.got) == 20 and len(c.got) == 20)
-            await asyncio.sleep(0.2)
+            await heartbeats([n.gs for n in nodes])
             assert len(b.got) == 20 and len(c.got) == 20
             assert b.gs.counters["duplicates"] + c.gs.counters["duplicates"] > 0
             # The same message again: counted as a duplicate, not delivered.
@@ -210,7 +218,7 @@ def test_seen_cache_and_queue_are_bounded() -> None:
             assert a.gs.counters["dropped_queue_full"] == 46
             assert len(a.gs._seen) == 10 and a.gs.counters["seen_evicted"] == 40
             await settle(lambda: len(b.got) == 4)
-            await asyncio.sleep(0.2)
+            await heartbeats([a.gs, b.gs])
             assert b.data() == [b"0", b"1", b"2", b"3"]
         finally:
             await stop(nodes)
@@ -234,7 +242,7 @@ def test_graft_prune_and_backoff() -> None:
             assert a.gs.counters["prune_received"] == 1
             b.sub()
             await settle(lambda: b.id in a.gs.peers(T))
-            await asyncio.sleep(0.3)  # heartbeats run; the backoff holds
+            await heartbeats([a.gs, b.gs], 3)  # heartbeats run; the backoff holds
             assert a.gs.mesh_peers(T) == [] and b.gs.mesh_peers(T) == []
             await settle(lambda: a.gs.mesh_peers(T) == [b.id] and b.gs.mesh_peers(T) == [a.id],
                          10.0)
@@ -305,7 +313,7 @@ def test_broken_iwant_promise_is_penalised() -> None:
             ctl3 = Control()
             ctl3.ihave.append((T, [b"ignored"]))
             a.gs._send_control(a.gs._peers[c.id], ctl3)
-            await asyncio.sleep(0.3)
+            await heartbeats([c.gs], 3)
             assert c.gs.counters["iwant_sent"] == asked
         finally:
             await stop(nodes)
@@ -424,7 +432,7 @@ def test_floodsub_peers_get_flooded_and_publish() -> None:
             f.sub()
             await link(a, f)
             assert a.gs._peers[f.id].proto == FLOODSUB
-            await asyncio.sleep(0.3)
+            await heartbeats([a.gs], 3)
             assert a.gs.mesh_peers(T) == []  # floodsub peers never join the mesh
             await a.gs.publish(T, b"to floodsub")
             await f.gs.publish(T, b"from floodsub")
@@ -469,7 +477,7 @@ def test_idontwant_for_large_messages() -> None:
             await settle(lambda: sum(n.gs.counters["idontwant_received"] for n in nodes) == sent)
             assert sent >= 5
             await b.gs.publish(T, b"small")
-            await asyncio.sleep(0.1)
+            await heartbeats([n.gs for n in nodes], 1)
             assert sum(n.gs.counters["idontwant_sent"] for n in nodes) == sent
         finally:
             await stop(nodes)
@@ -522,7 +530,7 @@ def test_routers_started_after_the_connection_find_each_other() -> None:
             await h1.connect(addr_of(plain))  # speaks no pubsub at all
             await g1.start()  # h2 has no handler yet: negotiation fails, then identify push
             g1.subscribe(T, lambda m: None)
-            await asyncio.sleep(0.2)
+            await heartbeats([g1])
             got: list[bytes] = []
             g2.subscribe(T, lambda m: got.append(m.data))
             await g2.start()
@@ -577,7 +585,7 @@ def test_publish_limits_and_peer_limit() -> None:
             await a.gs.host.connect(addr_of(b.gs.host))
             await settle(lambda: a.gs.peers() == [b.id])
             await a.gs.host.connect(addr_of(c.gs.host))
-            await asyncio.sleep(0.3)
+            await heartbeats([a.gs], 3)
             assert a.gs.peers() == [b.id]  # max_peers: c is not taken on
             # Nobody to send to: the id still comes back, and it is counted.
             before = c.gs.counters["published_no_peers"]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mesh_util import addr_of, make_host, raw_secured, raw_tcp
 
+from e2e import wait_until
 from pubmote.p2p import DialError, KeyPair, multistream, noise
 from pubmote.p2p.codec import pb_bytes
 from pubmote.p2p.errors import HandshakeError, ProtocolError
@@ -234,14 +235,12 @@ def test_bad_transport_frames_close_the_connection(name: str, frame: bytes,
     async def go() -> None:
         async with make_host(identify_on_connect=False) as h:
             sec = await raw_secured(h)
-            await asyncio.sleep(0.05)
-            assert len(h.connected_peers()) == 1
+            await wait_until(lambda: len(h.connected_peers()) == 1, 10, "the connection")
             await sec.raw.write(frame)
             with pytest.raises((asyncio.IncompleteReadError, ConnectionError)):
                 while True:
                     await sec.raw.readexactly(1)
-            await asyncio.sleep(0.05)
-            assert h.connected_peers() == []
+            await wait_until(lambda: h.connected_peers() == [], 10, "the host to hang up")
 
     with caplog.at_level(logging.INFO, logger=LOGGER):
         run(go())

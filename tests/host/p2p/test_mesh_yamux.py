@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mesh_util import addr_of, echo_handler, frame, make_host, raw_secured, read_frames_until_eof
 
+from e2e import wait_until
 from pubmote.p2p import MeshError, Stream, StreamReset, multistream
 from pubmote.p2p.yamux import (
     FLAG_ACK,
@@ -78,10 +79,10 @@ def test_flow_control_blocks_the_writer_and_bounds_the_buffer() -> None:
             await a.connect(addr_of(b))
             st = await a.new_stream(b.peer_id, ["/slow"])
             writer = asyncio.ensure_future(st.write(bytes(1024 * 1024)))
-            await asyncio.sleep(0.3)
+            await wait_until(lambda: st.send_window == 0 and bool(seen), 10,
+                             "the writer to use up the stream's window")
             assert not writer.done()                 # blocked on the window
-            assert st._send_window == 0
-            assert seen and seen[0]._buffered <= INITIAL_WINDOW   # bounded by the window
+            assert 0 < seen[0].buffered <= INITIAL_WINDOW   # bounded by the window
             gate.set()
             await asyncio.wait_for(writer, 5)
             await st.close()
@@ -145,8 +146,7 @@ def test_stream_flood_closes_the_connection(caplog: pytest.LogCaptureFixture) ->
             assert len(acks) == 8                 # never more than the limit at once
             assert len(rsts) == 16                # refused, counted, then cut off
             assert (TYPE_GO_AWAY, 0, 0, 1) in frames
-            await asyncio.sleep(0.05)
-            assert h.connected_peers() == []
+            await wait_until(lambda: h.connected_peers() == [], 10, "the host to hang up")
 
     with caplog.at_level(logging.INFO, logger=LOGGER):
         run(go())
@@ -184,10 +184,10 @@ def test_ping_frames_and_late_frames() -> None:
             await sec.write(frame(TYPE_DATA, 0, 99, 3, b"abc") + frame(TYPE_PING, FLAG_SYN, 0, 42))
             buf = await sec.read_frame()
             assert buf[:12] == frame(TYPE_PING, FLAG_ACK, 0, 42)
-            await sec.write(frame(TYPE_GO_AWAY, 0, 0, 0))
-            await asyncio.sleep(0.05)
             conn = h.connections.connections()[0]
-            assert conn.session.dropped_frames == 1 and conn.session.remote_goaway
+            await sec.write(frame(TYPE_GO_AWAY, 0, 0, 0))
+            await wait_until(lambda: conn.session.remote_goaway, 10, "the go-away to arrive")
+            assert conn.session.dropped_frames == 1
             with pytest.raises(MeshError):
                 conn.open_stream()                  # no new streams after go-away
             sec.close()
@@ -214,12 +214,12 @@ def test_yamux_ping_and_reset_and_close() -> None:
             st.reset()
             with pytest.raises(StreamReset):
                 await st.write(b"more")
-            await asyncio.sleep(0.1)
-            assert got and "reset by remote" in str(got[0])
+            await wait_until(lambda: bool(got), 10, "the reader to see the reset")
+            assert "reset by remote" in str(got[0])
             # go-away + close: the other side sees the connection end
             await conn.close()
-            await asyncio.sleep(0.1)
-            assert b.connected_peers() == [] and a.connected_peers() == []
+            await wait_until(lambda: b.connected_peers() == [] == a.connected_peers(), 10,
+                             "both hosts to drop the connection")
 
     run(go())
 
@@ -239,24 +239,31 @@ def test_memory_stays_bounded_under_a_stream_and_data_flood() -> None:
                 make_host(yamux_config=YamuxConfig(max_streams=100)) as flooder:
             h.set_stream_handler("/sleep", never_reads)
             await flooder.connect(addr_of(h))
-            await asyncio.sleep(0.1)
+            await wait_until(lambda: h.connection(flooder.peer_id) is not None, 10,
+                             "the host to accept the flooder")
             payload = bytes(1024 * 1024)     # one buffer, allocated before measuring
             tracemalloc.start()
             base = tracemalloc.get_traced_memory()[0]
 
+            opened: list[Stream] = []
+
             async def push() -> None:
                 st = await flooder.new_stream(h.peer_id, ["/sleep"])
+                opened.append(st)
                 await st.write(payload)
 
             tasks = [asyncio.ensure_future(push()) for _ in range(40)]
-            await asyncio.sleep(1.0)
+            # the flood at its height: every refused push ended, every accepted one stalled
+            # on a full window
+            await wait_until(lambda: sum(t.done() for t in tasks)
+                             + sum(s.send_window == 0 for s in opened) == 40, 20,
+                             "each push to be refused or to fill its window")
             grown = tracemalloc.get_traced_memory()[0] - base
             tracemalloc.stop()
             conn = h.connection(flooder.peer_id)
             assert conn is not None
-            streams = list(conn.session._streams.values())
-            assert len(streams) <= 8
-            assert sum(s._buffered for s in streams) <= 8 * window
+            assert conn.session.stream_count <= 8
+            assert conn.session.buffered_bytes <= 8 * window
             assert conn.session.refused_streams >= 30        # counted, not queued
             # both sides live in this process: the receiver's windows, the sender's
             # encrypted frames in flight, and room for bookkeeping
@@ -318,8 +325,7 @@ def test_keepalive_closes_a_silent_peer(caplog: pytest.LogCaptureFixture) -> Non
         async with make_host(identify_on_connect=False, keepalive_interval_s=0.2,
                              keepalive_timeout_s=0.3) as h:
             sec = await raw_secured(h)      # reads nothing, answers no ping
-            await asyncio.sleep(0.05)
-            assert len(h.connected_peers()) == 1
+            await wait_until(lambda: len(h.connected_peers()) == 1, 10, "the connection")
             frames = await read_frames_until_eof(sec, 5)
             assert any(f[0] == TYPE_PING and f[1] & FLAG_SYN for f in frames)
             assert h.connected_peers() == []

@@ -80,6 +80,11 @@ class RouterBase:
                     del self._scores[old]
         return s
 
+    @property
+    def heartbeats(self) -> int:
+        """Heartbeats run since start: the router's clock for backoffs, caches and scores."""
+        return self._heartbeats
+
     def score(self, peer: PeerId) -> float:
         """The peer's score (0 when unknown); see GossipConfig for the weights."""
         s = self._scores.get(peer)
