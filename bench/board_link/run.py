@@ -154,7 +154,7 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                 bridge.wait()
         # the bridge's summary: what its SP PUB endpoint dropped at a full subscriber
         # buffer (counted, as the guarantee allows), beside what it sent
-        found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent, (\d+) dropped",
+        found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent in \d+ writes, (\d+) dropped",
                            (Path(tmp) / "bridge.log").read_text(errors="replace"))
         r["sp_dropped"] = int(found[-1][1]) if found else -1
     # the SUB counts the warm-up's messages too; every acked one must be among them, or

@@ -122,7 +122,10 @@ def mqtt_subscriber(port: int) -> Callable[[], int]:
 
 
 def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
-               server_pid: int, counter: Counter) -> dict[str, Any]:
+               server_pid: int, counter: Counter,
+               spy: list[str] | None = None) -> dict[str, Any]:
+    """One phase; `spy`: a py-spy command line that samples the server during it (the
+    server's pid and the phase's length are added)."""
     gen = subprocess.Popen([sys.executable, str(HERE / "vboards.py"), kind, "127.0.0.1",
                             str(port), str(n), str(rate), str(seconds)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -133,11 +136,19 @@ def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
             raise RuntimeError("virtual boards failed: %r" % line)
         time.sleep(0.5)  # keepalive registrations settle before the measured phase
         before = counter.n
+        sampler = None
+        if spy is not None:
+            sampler = subprocess.Popen(spy + ["--pid", str(server_pid), "--duration",
+                                              str(max(1, int(seconds)))],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)  # py-spy attaches
         cpu0 = cpu_s(server_pid)
         gen.stdin.write("go\n")
         gen.stdin.flush()
         r = json.loads(gen.stdout.readline())
         cpu1 = cpu_s(server_pid)
+        if sampler is not None:
+            sampler.wait(30)
     finally:
         gen.kill()
         gen.wait()
@@ -148,13 +159,15 @@ def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
     return r
 
 
-def bench_pubmote(n: int, paced: float, seconds: float) -> list[dict[str, Any]]:
+def bench_pubmote(n: int, paced: float, seconds: float,
+                  spy: list[str] | None = None) -> list[dict[str, Any]]:
     tcp, sp = free_port(), free_port()
     url = "tcp://127.0.0.1:%d" % sp
+    log = tempfile.TemporaryFile(mode="w+")  # the bridge's log: its summary line at exit
     bridge = subprocess.Popen([str(Path(sys.executable).parent / "pubmote"), "bridge",
                                "--no-view", "--tcp", "127.0.0.1:%d" % tcp, "--sp-pub", url,
                                "--sp-sub", "none"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=log)
     sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
     sub.subscribe(b"/bench/")
     sub.dial(url, block=False)
@@ -169,7 +182,14 @@ def bench_pubmote(n: int, paced: float, seconds: float) -> list[dict[str, Any]]:
     counter = Counter(recv)
     try:
         wait_port(tcp)
-        return [run_boards("pubmote", tcp, n, 0, seconds, bridge.pid, counter),
+        # the SUB dials in the background: a message relayed before it is connected is not
+        # for it (nor counted as dropped), so the phases start once it is
+        deadline = time.monotonic() + 20
+        while not sub.pipes:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the pynng SUB did not connect to the bridge")
+            time.sleep(0.05)
+        return [run_boards("pubmote", tcp, n, 0, seconds, bridge.pid, counter, spy),
                 run_boards("pubmote", tcp, n, paced, seconds, bridge.pid, counter)]
     finally:
         counter.stop = True
@@ -180,6 +200,11 @@ def bench_pubmote(n: int, paced: float, seconds: float) -> list[dict[str, Any]]:
         except subprocess.TimeoutExpired:
             bridge.kill()
             bridge.wait()
+        log.seek(0)
+        summary = [ln for ln in log.read().splitlines() if "summary:" in ln]
+        log.close()
+        if summary:
+            print("  bridge %s" % summary[-1].split("summary: ", 1)[1], file=sys.stderr)
 
 
 def bench_mosquitto(n: int, paced: float, seconds: float) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,7 @@ class BoardFace:
         self.up = False
         self.board: str | None = None  # set by the hub when the board registers
         self.tracer: Any = None  # set by the hub when --trace is on
+        self.t_rx = 0.0  # time.time() of the last read
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
                          "tx_bytes": 0, "opens": 0}
 
@@ -65,6 +67,7 @@ class BoardFace:
         raise NotImplementedError
 
     def feed(self, chunk: bytes) -> None:
+        self.t_rx = time.time()  # when these bytes were read: a relayed message's t_recv
         self.counters["rx_bytes"] += len(chunk)
         for pkt in self.decoder.feed(chunk):
             self.counters["rx_frames"] += 1
