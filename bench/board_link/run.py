@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -154,9 +155,15 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                 bridge.wait()
         # the bridge's summary: what its SP PUB endpoint dropped at a full subscriber
         # buffer (counted, as the guarantee allows), beside what it sent
+        blog = (Path(tmp) / "bridge.log").read_text(errors="replace")
         found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent in \d+ writes, (\d+) dropped",
-                           (Path(tmp) / "bridge.log").read_text(errors="replace"))
+                           blog)
         r["sp_dropped"] = int(found[-1][1]) if found else -1
+        # the bridge's own latency: its serial face's read of a record to the write that
+        # hands it to the SUB's socket (over the whole run, warm-up included)
+        lat = re.findall(r"bridge-added latency p50 ([\d.]+) ms, p99 ([\d.]+) ms", blog)
+        r["bridge_p50"], r["bridge_p99"] = (float(lat[-1][0]), float(lat[-1][1])) if lat else (
+            -1.0, -1.0)
     # the SUB counts the warm-up's messages too; every acked one must be among them, or
     # counted as dropped by the bridge (a subscriber whose buffer was full). "lost" is
     # what is neither: 0 in every run, or the guarantee is broken (or, on a machine so
@@ -178,6 +185,7 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0, help="per row (default 5)")
     args = ap.parse_args()
+    load0 = os.getloadavg()[0]
     rows = [("micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)",
              bench_mqtt(args.seconds))]
     notify = {"batch": False}  # NDN notify per message, as before link batches
@@ -195,14 +203,20 @@ def main() -> int:
     base = rows[0][1]["rate"]
     print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row)"
           % args.seconds)
-    print("  %-62s %10s %8s %8s %8s %7s %8s" % ("set-up", "acked/s", "p50 ms", "p99 ms",
-                                                "dropped", "lost", "vs MQTT"))
+    print("  %-62s %10s %8s %8s %8s %8s %8s %7s %8s" % (
+        "set-up", "acked/s", "p50 ms", "p99 ms", "bridge", "bridge", "dropped", "lost",
+        "vs MQTT"))
+    print("  %-62s %10s %8s %8s %8s %8s" % ("", "", "", "", "p50 ms", "p99 ms"))
     for label, r in rows:
-        print("  %-62s %10.0f %8.2f %8.2f %8s %7s %7.2fx" % (
-            label, r["rate"], r["p50"], r["p99"], r.get("sp_dropped", "-"), r.get("lost", "-"),
-            r["rate"] / base))
-    print("  (dropped: counted by the bridge at a subscriber whose buffer was full; lost: acked "
-          "but neither received nor counted)")
+        bridge = ("%8.2f %8.2f" % (r["bridge_p50"], r["bridge_p99"]) if "bridge_p50" in r
+                  else "%8s %8s" % ("-", "-"))
+        print("  %-62s %10.0f %8.2f %8.2f %s %8s %7s %7.2fx" % (
+            label, r["rate"], r["p50"], r["p99"], bridge, r.get("sp_dropped", "-"),
+            r.get("lost", "-"), r["rate"] / base))
+    print("  (p50/p99: publish -> ack on the board; bridge p50/p99: the bridge's own share, its "
+          "serial face's read of a message to its write to the SUB's socket; dropped: counted "
+          "by the bridge at a subscriber whose buffer was full; lost: acked but neither "
+          "received nor counted; load average %.1f -> %.1f)" % (load0, os.getloadavg()[0]))
     steps = board_steps()
     print("  where one message's time goes on the board (codec and framing, unix port):")
     print("    " + ", ".join("%s %.0f us" % kv for kv in steps)
