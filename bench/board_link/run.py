@@ -4,10 +4,13 @@ against MQTT, in the same run on the same machine.
 - umqtt.simple (micropython-lib, QoS 1) on the MicroPython unix port -> mosquitto on
   loopback: each publish waits for its PUBACK.
 - pubmote: the same unix port running the firmware as a simulated board (pty, the bridge's
-  serial face) -> bridge -> a pynng SUB; `lanes` publishes in flight, each awaiting its ack.
+  serial face; one row over TCP loopback to its --tcp face, umqtt's medium) -> bridge -> a
+  pynng SUB; `lanes` publishes in flight, each awaiting its ack.
 
-Rates and latencies (publish call -> ack, p50/p99) are measured on the board. Every message
-the pubmote board saw acked must reach the SUB: the `lost` column counts those that did not.
+Rates and latencies (publish call -> ack, p50/p99) are measured on the board; the bridge's
+own share of a message's latency (its face's read of the message to the write that hands it
+to the SUB's socket) by the bridge. Every message the pubmote board saw acked must reach
+the SUB: the `lost` column counts those that did not.
 umqtt.simple comes from micropython-lib inside the MicroPython source tarball that the
 firmware build uses (../shared/rp2040); mosquitto is the Debian package (make setup).
 """
@@ -106,11 +109,17 @@ def bench_mqtt(seconds: float) -> dict[str, Any]:
 
 def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                   wrap: list[str] | None = None, log_out: list[str] | None = None,
-                  app_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                  app_extra: dict[str, Any] | None = None, tcp: bool = False) -> dict[str, Any]:
     """One pubmote row; wrap prefixes the bridge's command (a profiler), log_out gets the
-    board's log."""
+    board's log. tcp: the board dials the bridge's --tcp face over loopback (a WiFi
+    board's link, and umqtt's medium) instead of its serial face through a pty cable."""
     url = "tcp://127.0.0.1:%d" % free_port()
     exe = str(Path(sys.executable).parent / "pubmote")
+    link: list[str] = []
+    if tcp:
+        port = free_port()
+        link = ["--tcp", "127.0.0.1:%d" % port]
+        app_extra = {**(app_extra or {}), "link": "tcp", "host": "127.0.0.1", "port": port}
     with tempfile.TemporaryDirectory(prefix="pubmote-link-") as tmp:
         sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
         sub.subscribe(b"/bench/")
@@ -120,20 +129,25 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
         bridge = subprocess.Popen(
             [*(wrap or []), exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
              "--sim-app", app, "--sim-app-dir", str(HERE), "--sp-pub", url,
-             "--sp-sub", "none", "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL,
+             "--sp-sub", "none", "--sim-app-config", app_cfg, *link], stdout=subprocess.DEVNULL,
             stderr=open(Path(tmp) / "bridge.log", "wb"))  # noqa: SIM115 - closed with tmp
         got = 0
         log = Path(tmp) / "sim1.log"
         try:
             deadline = time.monotonic() + seconds + 60
+            t_check = 0.0
             while time.monotonic() < deadline:
                 try:
                     sub.recv()
                     got += 1
                 except pynng.Timeout:
                     pass
-                if log.exists() and "RESULT" in log.read_text(errors="replace"):
-                    break
+                # the board's log looked at now and then, not per message: this loop must
+                # keep up with the SUB, whose queue drops what it has no room for
+                if time.monotonic() - t_check > 0.2:
+                    t_check = time.monotonic()
+                    if log.exists() and "RESULT" in log.read_text(errors="replace"):
+                        break
             # what the board saw acked before it printed its result is on its way: drain
             while True:
                 try:
@@ -159,6 +173,7 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
         found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent in \d+ writes, (\d+) dropped",
                            blog)
         r["sp_dropped"] = int(found[-1][1]) if found else -1
+        r["sp_sent"] = int(found[-1][0]) if found else -1
         # the bridge's own latency: its serial face's read of a record to the write that
         # hands it to the SUB's socket (over the whole run, warm-up included)
         lat = re.findall(r"bridge-added latency p50 ([\d.]+) ms, p99 ([\d.]+) ms", blog)
@@ -197,6 +212,8 @@ def main() -> int:
                  bench_pubmote(args.seconds, 1)))
     rows.append(("pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW,
                  bench_pubmote(args.seconds, DEFAULT_WINDOW)))
+    rows.append(("pubmote defaults over TCP loopback (umqtt's medium)",
+                 bench_pubmote(args.seconds, DEFAULT_WINDOW, tcp=True)))
     paced = int(0.8 * rows[0][1]["rate"])
     rows.append(("pubmote defaults, paced at 80%% of umqtt (%d/s)" % paced,
                  bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced})))

@@ -1,6 +1,7 @@
 """A light-weight virtual board for the gateway bench: the least of the board protocol a
-publisher needs, written with the shared codec (pubmote_wire) the way the bench's MQTT
-client (vboards.MqttClient) is the least of MQTT 3.1.1 a QoS 1 publisher needs.
+publisher needs, written with the shared codec (pubmote_wire; its link framing through the
+bridge's CPython fast path, pubmote.faces.fastframe: the same bytes) the way the bench's
+MQTT client (vboards.MqttClient) is the least of MQTT 3.1.1 a QoS 1 publisher needs.
 
 It registers over TCP offering link batches (docs/protocols/control.md and link-batch.md),
 then publishes each message as a one-record BATCH frame and waits for the ACKS frame that
@@ -13,7 +14,8 @@ import asyncio
 import os
 from typing import Any
 
-from pubmote_wire import batch, control, framing
+from pubmote.faces import fastframe
+from pubmote_wire import batch, control
 from pubmote_wire import data as ndn_data
 from pubmote_wire import name as ndn_name
 
@@ -25,7 +27,7 @@ class LightBoard:
         self.seq = 0
         self.acks: dict[int, asyncio.Future[None]] = {}
         self.registered: asyncio.Future[bool] | None = None
-        self.dec = framing.FrameDecoder(1024)
+        self.dec = fastframe.Deframer(1024)
         self.buf = bytearray(512)
         self.topics: dict[str, bytes] = {}
 
@@ -38,7 +40,7 @@ class LightBoard:
         buf = bytearray(len(params) + 256)
         n = control.encode_register(buf, 0, self.board.encode(), params, -1, 4000, None,
                                     None, None)
-        self.w.write(framing.encode(memoryview(buf)[:n]))
+        self.w.write(fastframe.encode(memoryview(buf)[:n]))
         if not await asyncio.wait_for(self.registered, 20):
             raise ConnectionError("%s: the bridge did not take link batches" % self.board)
 
@@ -47,7 +49,8 @@ class LightBoard:
             chunk = await self.r.read(1 << 16)
             if not chunk:
                 return
-            self.dec.feed_cb(chunk, self._on_packet)
+            for pkt in self.dec.feed(chunk):
+                self._on_packet(pkt)
 
     def _on_packet(self, pkt: Any) -> None:
         if pkt[0] == batch.ACKS:
@@ -72,7 +75,7 @@ class LightBoard:
         off = batch.add_record(buf, batch.begin(buf, batch.BATCH, self.epoch), seq, t, payload)
         f: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.acks[seq] = f
-        self.w.write(framing.encode(memoryview(buf)[:off]))
+        self.w.write(fastframe.encode(memoryview(buf)[:off]))
         try:
             await asyncio.wait_for(f, 10)
         except TimeoutError:
