@@ -2,7 +2,7 @@
 virtual boards, one message in flight each) with the bridge sampled by py-spy (attached
 for the phase only). Prints the rate, the bridge's CPU per message (from /proc, incl.
 py-spy's sampling cost) and its hottest functions, own time and with callees, as shares of
-the samples. Not part of make bench: `python bench/gateway/profile.py [--boards N]`."""
+the samples. Not part of make bench: `python bench/gateway/spy.py [--boards N]`."""
 
 from __future__ import annotations
 
