@@ -175,7 +175,8 @@ class HubBase:
         if stats is None:
             stats = self.topics[msg.topic] = TopicStats()
         stats.add(msg)
-        self.journal_outcome(msg, None, "relayed")
+        if self.journal is not None:
+            self.journal_outcome(msg, None, "relayed")
         if boards is not None:
             for name in boards:
                 self.deliver(name, msg)
@@ -192,7 +193,11 @@ class HubBase:
                 if b.filter.matches(line):
                     self._enqueue(b, msg)
             return
-        for b in self._filter_index().match(line):
+        index = self._index
+        if index is None or self._index_key != (BoardState.generation, len(self.boards),
+                                                len(self.app_subs)):
+            index = self._filter_index()
+        for b in index.match(line):
             self._enqueue(b, msg)
 
     def _filter_index(self) -> FilterIndex:

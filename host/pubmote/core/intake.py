@@ -80,7 +80,7 @@ class NotifyIntake(HubBase):
         epoch, records = batch.decode_batch(pkt)  # DecodeError: counted by on_packet
         if self.auth is not None:
             records = [r for r in records if not self._batch_refused(b.name, r[1])]
-        acked: list[int] = []
+        acked = [r[0] for r in records]  # new or seen before, every record is acked
         done = self._done
         uris = self._topic_uris
         origin, label = b.name, face.label
@@ -108,7 +108,6 @@ class NotifyIntake(HubBase):
                 publish(Message(uri, data, origin, label, None, t_rx))
                 done[key] = True
                 new += 1
-            acked.append(seq)
         b.counters["published"] += new
         while len(done) > 4096:
             done.popitem(last=False)

@@ -70,6 +70,9 @@ class _Conn(asyncio.Protocol):
         # messages in one turn cost one send instead of one each (SpEndpoint.flush)
         self.pending: list[bytes] = []
         self.pending_bytes = 0
+        # the transport's buffer as this turn's first frame was queued: it changes only
+        # when the loop writes, or at our flush, so it holds until the flush
+        self.t_bytes = 0
 
     def queue(self, frame: bytes) -> None:
         self.pending.append(frame)
@@ -84,7 +87,9 @@ class _Conn(asyncio.Protocol):
 
     def buffered(self) -> int:
         """Bytes waiting for this subscriber: queued this turn, and in the transport."""
-        return self.pending_bytes + (self.t.get_write_buffer_size() if self.t else 0)
+        if not self.pending:
+            self.t_bytes = self.t.get_write_buffer_size() if self.t else 0
+        return self.pending_bytes + self.t_bytes
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
