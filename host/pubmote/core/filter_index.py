@@ -29,6 +29,8 @@ class FilterIndex:
 
     def match(self, line: bytes) -> list[BoardState]:
         """The subscribers whose filters take `line`, each once."""
+        if not self._tables:
+            return []  # nobody subscribes to anything (a gateway of publishers)
         hits: list[tuple[int, BoardState]] = []
         n = len(line)
         for length, table in self._tables:

@@ -91,6 +91,7 @@ class Deframer:
         if n > self.raw_cap:
             return None
         blocks = []
+        full = False  # a 254-byte block (code FF): no zero after it
         i = 0
         while i < n:
             code = piece[i]
@@ -98,10 +99,19 @@ class Deframer:
             if j > n:
                 return None  # a block cut short
             blocks.append(piece[i + 1 : j])
-            if code != 0xFF and j < n:
-                blocks.append(b"\x00")
+            full = full or code == 0xFF
             i = j
-        raw = b"".join(blocks)
+        if not full:  # the usual frame: a zero after every block but the last
+            raw = b"\x00".join(blocks)
+        else:
+            out = []
+            i = 0
+            for blk in blocks:
+                out.append(blk)
+                i += len(blk) + 1
+                if len(blk) < 254 and i < n:
+                    out.append(b"\x00")
+            raw = b"".join(out)
         k = len(raw)
         if k < 2 or k > self.cap or crc_hqx(raw[: k - 2], 0xFFFF) != int.from_bytes(
                 raw[k - 2 :], "big"):
