@@ -187,6 +187,10 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
     return r
 
 
+def median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
 def board_steps() -> list[tuple[str, float]]:
     """The board's codec and framing steps per message, on the unix port (steps.py)."""
     env = {"MICROPYPATH": str(ROOT / "shared"), "PATH": "/usr/bin:/bin"}
@@ -199,37 +203,51 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0, help="per row (default 5)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of umqtt, the defaults and the defaults over TCP, taking "
+                         "turns (default 3): the machine's load moves within a run")
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
-    rows = [("micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)",
-             bench_mqtt(args.seconds))]
+    mqtt_label = "micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)"
+    pty_label = "pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW
+    tcp_label = "pubmote defaults over TCP loopback (umqtt's medium)"
+    rounds: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    for _ in range(args.rounds):
+        rounds.append((bench_mqtt(args.seconds), bench_pubmote(args.seconds, DEFAULT_WINDOW),
+                       bench_pubmote(args.seconds, DEFAULT_WINDOW, tcp=True)))
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for i, (mq, pty, tcp) in enumerate(rounds):
+        rows += [("%s, round %d" % (mqtt_label, i + 1), mq, mq),
+                 ("%s, round %d" % (pty_label, i + 1), pty, mq),
+                 ("%s, round %d" % (tcp_label, i + 1), tcp, mq)]
+    base = median([mq["rate"] for mq, _, _ in rounds])
+    ref = {"rate": base}  # the later rows against umqtt's median rate
     notify = {"batch": False}  # NDN notify per message, as before link batches
     rows.append(("pubmote NDN notify, 1 in flight -> bridge -> pynng SUB",
-                 bench_pubmote(args.seconds, 1, app_extra=notify)))
+                 bench_pubmote(args.seconds, 1, app_extra=notify), ref))
     rows.append(("pubmote NDN notify, 4 in flight",
-                 bench_pubmote(args.seconds, 4, app_extra=notify)))
-    rows.append(("pubmote link batches, 1 in flight",
-                 bench_pubmote(args.seconds, 1)))
-    rows.append(("pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW,
-                 bench_pubmote(args.seconds, DEFAULT_WINDOW)))
-    rows.append(("pubmote defaults over TCP loopback (umqtt's medium)",
-                 bench_pubmote(args.seconds, DEFAULT_WINDOW, tcp=True)))
-    paced = int(0.8 * rows[0][1]["rate"])
-    rows.append(("pubmote defaults, paced at 80%% of umqtt (%d/s)" % paced,
-                 bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced})))
-    base = rows[0][1]["rate"]
-    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row)"
-          % args.seconds)
-    print("  %-62s %10s %8s %8s %8s %8s %8s %7s %8s" % (
+                 bench_pubmote(args.seconds, 4, app_extra=notify), ref))
+    rows.append(("pubmote link batches, 1 in flight", bench_pubmote(args.seconds, 1), ref))
+    paced = int(0.8 * base)
+    rows.append(("pubmote defaults, paced at 80%% of umqtt's median (%d/s)" % paced,
+                 bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced}), ref))
+    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row; "
+          "each round's pubmote rows against that round's umqtt, the rest against umqtt's "
+          "median)" % args.seconds)
+    print("  %-71s %10s %8s %8s %8s %8s %8s %7s %8s" % (
         "set-up", "acked/s", "p50 ms", "p99 ms", "bridge", "bridge", "dropped", "lost",
         "vs MQTT"))
-    print("  %-62s %10s %8s %8s %8s %8s" % ("", "", "", "", "p50 ms", "p99 ms"))
-    for label, r in rows:
+    print("  %-71s %10s %8s %8s %8s %8s" % ("", "", "", "", "p50 ms", "p99 ms"))
+    for label, r, peer in rows:
         bridge = ("%8.2f %8.2f" % (r["bridge_p50"], r["bridge_p99"]) if "bridge_p50" in r
                   else "%8s %8s" % ("-", "-"))
-        print("  %-62s %10.0f %8.2f %8.2f %s %8s %7s %7.2fx" % (
+        print("  %-71s %10.0f %8.2f %8.2f %s %8s %7s %7.2fx" % (
             label, r["rate"], r["p50"], r["p99"], bridge, r.get("sp_dropped", "-"),
-            r.get("lost", "-"), r["rate"] / base))
+            r.get("lost", "-"), r["rate"] / peer["rate"]))
+    for label, k in ((pty_label, 1), (tcp_label, 2)):
+        ratios = [rd[k]["rate"] / rd[0]["rate"] for rd in rounds]
+        print("  %s: median %.2fx umqtt.simple over %d rounds (%s)" % (
+            label, median(ratios), len(ratios), ", ".join("%.2f" % x for x in ratios)))
     print("  (p50/p99: publish -> ack on the board; bridge p50/p99: the bridge's own share, its "
           "serial face's read of a message to its write to the SUB's socket; dropped: counted "
           "by the bridge at a subscriber whose buffer was full; lost: acked but neither "
@@ -238,8 +256,8 @@ def main() -> int:
     print("  where one message's time goes on the board (codec and framing, unix port):")
     print("    " + ", ".join("%s %.0f us" % kv for kv in steps)
           + "; total %.0f us of %.0f us per message with NDN notifies at 1 in flight"
-          % (sum(v for _, v in steps), 1e6 / rows[1][1]["rate"]))
-    lost = sum(r.get("lost", 0) for _, r in rows)
+          % (sum(v for _, v in steps), 1e6 / rows[3 * args.rounds][1]["rate"]))
+    lost = sum(r.get("lost", 0) for _, r, _ in rows)
     return 1 if lost else 0
 
 
