@@ -4,10 +4,13 @@ against MQTT, in the same run on the same machine.
 - umqtt.simple (micropython-lib, QoS 1) on the MicroPython unix port -> mosquitto on
   loopback: each publish waits for its PUBACK.
 - pubmote: the same unix port running the firmware as a simulated board (pty, the bridge's
-  serial face) -> bridge -> a pynng SUB; `lanes` publishes in flight, each awaiting its ack.
+  serial face; one row over TCP loopback to its --tcp face, umqtt's medium) -> bridge -> a
+  pynng SUB; `lanes` publishes in flight, each awaiting its ack.
 
-Rates and latencies (publish call -> ack, p50/p99) are measured on the board. Every message
-the pubmote board saw acked must reach the SUB: the `lost` column counts those that did not.
+Rates and latencies (publish call -> ack, p50/p99) are measured on the board; the bridge's
+own share of a message's latency (its face's read of the message to the write that hands it
+to the SUB's socket) by the bridge. Every message the pubmote board saw acked must reach
+the SUB: the `lost` column counts those that did not.
 umqtt.simple comes from micropython-lib inside the MicroPython source tarball that the
 firmware build uses (../shared/rp2040); mosquitto is the Debian package (make setup).
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import socket
@@ -105,11 +109,17 @@ def bench_mqtt(seconds: float) -> dict[str, Any]:
 
 def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                   wrap: list[str] | None = None, log_out: list[str] | None = None,
-                  app_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                  app_extra: dict[str, Any] | None = None, tcp: bool = False) -> dict[str, Any]:
     """One pubmote row; wrap prefixes the bridge's command (a profiler), log_out gets the
-    board's log."""
+    board's log. tcp: the board dials the bridge's --tcp face over loopback (a WiFi
+    board's link, and umqtt's medium) instead of its serial face through a pty cable."""
     url = "tcp://127.0.0.1:%d" % free_port()
     exe = str(Path(sys.executable).parent / "pubmote")
+    link: list[str] = []
+    if tcp:
+        port = free_port()
+        link = ["--tcp", "127.0.0.1:%d" % port]
+        app_extra = {**(app_extra or {}), "link": "tcp", "host": "127.0.0.1", "port": port}
     with tempfile.TemporaryDirectory(prefix="pubmote-link-") as tmp:
         sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
         sub.subscribe(b"/bench/")
@@ -119,20 +129,25 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
         bridge = subprocess.Popen(
             [*(wrap or []), exe, "bridge", "--no-view", "--sim-boards", "1", "--sim-dir", tmp,
              "--sim-app", app, "--sim-app-dir", str(HERE), "--sp-pub", url,
-             "--sp-sub", "none", "--sim-app-config", app_cfg], stdout=subprocess.DEVNULL,
+             "--sp-sub", "none", "--sim-app-config", app_cfg, *link], stdout=subprocess.DEVNULL,
             stderr=open(Path(tmp) / "bridge.log", "wb"))  # noqa: SIM115 - closed with tmp
         got = 0
         log = Path(tmp) / "sim1.log"
         try:
             deadline = time.monotonic() + seconds + 60
+            t_check = 0.0
             while time.monotonic() < deadline:
                 try:
                     sub.recv()
                     got += 1
                 except pynng.Timeout:
                     pass
-                if log.exists() and "RESULT" in log.read_text(errors="replace"):
-                    break
+                # the board's log looked at now and then, not per message: this loop must
+                # keep up with the SUB, whose queue drops what it has no room for
+                if time.monotonic() - t_check > 0.2:
+                    t_check = time.monotonic()
+                    if log.exists() and "RESULT" in log.read_text(errors="replace"):
+                        break
             # what the board saw acked before it printed its result is on its way: drain
             while True:
                 try:
@@ -154,15 +169,26 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                 bridge.wait()
         # the bridge's summary: what its SP PUB endpoint dropped at a full subscriber
         # buffer (counted, as the guarantee allows), beside what it sent
-        found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent, (\d+) dropped",
-                           (Path(tmp) / "bridge.log").read_text(errors="replace"))
+        blog = (Path(tmp) / "bridge.log").read_text(errors="replace")
+        found = re.findall(r"SP PUB \S+: \d+ clients, (\d+) sent in \d+ writes, (\d+) dropped",
+                           blog)
         r["sp_dropped"] = int(found[-1][1]) if found else -1
+        r["sp_sent"] = int(found[-1][0]) if found else -1
+        # the bridge's own latency: its serial face's read of a record to the write that
+        # hands it to the SUB's socket (over the whole run, warm-up included)
+        lat = re.findall(r"bridge-added latency p50 ([\d.]+) ms, p99 ([\d.]+) ms", blog)
+        r["bridge_p50"], r["bridge_p99"] = (float(lat[-1][0]), float(lat[-1][1])) if lat else (
+            -1.0, -1.0)
     # the SUB counts the warm-up's messages too; every acked one must be among them, or
     # counted as dropped by the bridge (a subscriber whose buffer was full). "lost" is
     # what is neither: 0 in every run, or the guarantee is broken (or, on a machine so
     # loaded that this process falls behind, pynng's own SUB queue overflowed)
     r["lost"] = max(0, r["acked"] - got - max(0, r["sp_dropped"]))
     return r
+
+
+def median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
 
 
 def board_steps() -> list[tuple[str, float]]:
@@ -177,38 +203,61 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=5.0, help="per row (default 5)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of umqtt, the defaults and the defaults over TCP, taking "
+                         "turns (default 3): the machine's load moves within a run")
     args = ap.parse_args()
-    rows = [("micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)",
-             bench_mqtt(args.seconds))]
+    load0 = os.getloadavg()[0]
+    mqtt_label = "micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)"
+    pty_label = "pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW
+    tcp_label = "pubmote defaults over TCP loopback (umqtt's medium)"
+    rounds: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
+    for _ in range(args.rounds):
+        rounds.append((bench_mqtt(args.seconds), bench_pubmote(args.seconds, DEFAULT_WINDOW),
+                       bench_pubmote(args.seconds, DEFAULT_WINDOW, tcp=True)))
+    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+    for i, (mq, pty, tcp) in enumerate(rounds):
+        rows += [("%s, round %d" % (mqtt_label, i + 1), mq, mq),
+                 ("%s, round %d" % (pty_label, i + 1), pty, mq),
+                 ("%s, round %d" % (tcp_label, i + 1), tcp, mq)]
+    base = median([mq["rate"] for mq, _, _ in rounds])
+    ref = {"rate": base}  # the later rows against umqtt's median rate
     notify = {"batch": False}  # NDN notify per message, as before link batches
     rows.append(("pubmote NDN notify, 1 in flight -> bridge -> pynng SUB",
-                 bench_pubmote(args.seconds, 1, app_extra=notify)))
+                 bench_pubmote(args.seconds, 1, app_extra=notify), ref))
     rows.append(("pubmote NDN notify, 4 in flight",
-                 bench_pubmote(args.seconds, 4, app_extra=notify)))
-    rows.append(("pubmote link batches, 1 in flight",
-                 bench_pubmote(args.seconds, 1)))
-    rows.append(("pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW,
-                 bench_pubmote(args.seconds, DEFAULT_WINDOW)))
-    paced = int(0.8 * rows[0][1]["rate"])
-    rows.append(("pubmote defaults, paced at 80%% of umqtt (%d/s)" % paced,
-                 bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced})))
-    base = rows[0][1]["rate"]
-    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row)"
-          % args.seconds)
-    print("  %-62s %10s %8s %8s %8s %7s %8s" % ("set-up", "acked/s", "p50 ms", "p99 ms",
-                                                "dropped", "lost", "vs MQTT"))
-    for label, r in rows:
-        print("  %-62s %10.0f %8.2f %8.2f %8s %7s %7.2fx" % (
-            label, r["rate"], r["p50"], r["p99"], r.get("sp_dropped", "-"), r.get("lost", "-"),
-            r["rate"] / base))
-    print("  (dropped: counted by the bridge at a subscriber whose buffer was full; lost: acked "
-          "but neither received nor counted)")
+                 bench_pubmote(args.seconds, 4, app_extra=notify), ref))
+    rows.append(("pubmote link batches, 1 in flight", bench_pubmote(args.seconds, 1), ref))
+    paced = int(0.8 * base)
+    rows.append(("pubmote defaults, paced at 80%% of umqtt's median (%d/s)" % paced,
+                 bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced}), ref))
+    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row; "
+          "each round's pubmote rows against that round's umqtt, the rest against umqtt's "
+          "median)" % args.seconds)
+    print("  %-71s %10s %8s %8s %8s %8s %8s %7s %8s" % (
+        "set-up", "acked/s", "p50 ms", "p99 ms", "bridge", "bridge", "dropped", "lost",
+        "vs MQTT"))
+    print("  %-71s %10s %8s %8s %8s %8s" % ("", "", "", "", "p50 ms", "p99 ms"))
+    for label, r, peer in rows:
+        bridge = ("%8.2f %8.2f" % (r["bridge_p50"], r["bridge_p99"]) if "bridge_p50" in r
+                  else "%8s %8s" % ("-", "-"))
+        print("  %-71s %10.0f %8.2f %8.2f %s %8s %7s %7.2fx" % (
+            label, r["rate"], r["p50"], r["p99"], bridge, r.get("sp_dropped", "-"),
+            r.get("lost", "-"), r["rate"] / peer["rate"]))
+    for label, k in ((pty_label, 1), (tcp_label, 2)):
+        ratios = [rd[k]["rate"] / rd[0]["rate"] for rd in rounds]
+        print("  %s: median %.2fx umqtt.simple over %d rounds (%s)" % (
+            label, median(ratios), len(ratios), ", ".join("%.2f" % x for x in ratios)))
+    print("  (p50/p99: publish -> ack on the board; bridge p50/p99: the bridge's own share, its "
+          "serial face's read of a message to its write to the SUB's socket; dropped: counted "
+          "by the bridge at a subscriber whose buffer was full; lost: acked but neither "
+          "received nor counted; load average %.1f -> %.1f)" % (load0, os.getloadavg()[0]))
     steps = board_steps()
     print("  where one message's time goes on the board (codec and framing, unix port):")
     print("    " + ", ".join("%s %.0f us" % kv for kv in steps)
           + "; total %.0f us of %.0f us per message with NDN notifies at 1 in flight"
-          % (sum(v for _, v in steps), 1e6 / rows[1][1]["rate"]))
-    lost = sum(r.get("lost", 0) for _, r in rows)
+          % (sum(v for _, v in steps), 1e6 / rows[3 * args.rounds][1]["rate"]))
+    lost = sum(r.get("lost", 0) for _, r, _ in rows)
     return 1 if lost else 0
 
 

@@ -1,12 +1,14 @@
-"""Virtual boards for the gateway-capacity bench: N pubmote Nodes (the board firmware, run
-by CPython) on one asyncio loop, each on its own TCP connection to the bridge's --tcp face,
-as WiFi boards would be; or N MQTT 3.1.1 clients to a broker, publishing with QoS 1.
+"""Virtual boards for the gateway-capacity bench, on one asyncio loop, each on its own TCP
+connection, as WiFi boards would be: N light pubmote boards (lightboard.py: registration
+and one-record link batches with the shared codec), N pubmote Nodes (the board firmware
+itself, run by CPython), or N MQTT 3.1.1 clients to a broker, publishing with QoS 1.
 
 Each board publishes /bench/<board> with payload "<seq> <time_ns>", one message in flight
 (the next after the ack), at `rate` messages/s (0: as fast as acks come) for `seconds`.
 Prints one JSON line: acked, failed, seconds, per-message latency p50/p99 (ms) and this
 process's CPU seconds.
 
+  vboards.py light HOST PORT N RATE SECONDS
   vboards.py pubmote HOST PORT N RATE SECONDS
   vboards.py mqtt HOST PORT N RATE SECONDS
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "firmware")]
+sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "firmware"), str(Path(__file__).parent)]
 
 from pubmote_node.node import Node  # noqa: E402
 
@@ -147,6 +149,12 @@ async def main() -> None:
                 sys.exit("virtual boards did not all register within 60 s")
             await asyncio.sleep(0.05)
         pubs = [(node.publish, node.name) for node in nodes]
+    elif kind == "light":
+        from lightboard import LightBoard  # bench/gateway/lightboard.py
+
+        boards = [LightBoard(host, port, "v%d" % i) for i in range(n)]
+        await asyncio.gather(*(b.connect() for b in boards))
+        pubs = [(b.publish, b.board) for b in boards]
     else:
         clients = [MqttClient(host, port, "v%d" % i) for i in range(n)]
         await asyncio.gather(*(c.connect() for c in clients))

@@ -62,6 +62,8 @@ class Hub(NotifyIntake, Delivery):
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
         try:
+            if not pkt:  # a good frame of no bytes (its CRC only): nothing to dispatch
+                raise DecodeError("empty packet")
             typ = pkt[0]
             if typ == 0x05:
                 self._on_interest(face, pkt)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pubmote.core.auth import BoardAuth
+from pubmote.core.filter_index import FilterIndex
 from pubmote.core.forwarder import Face, Forwarder
 from pubmote.core.journal import Journal
 from pubmote.core.messages import Listener, Message, TopicStats
@@ -70,6 +71,8 @@ class HubBase:
         self._inflight: set[bytes] = set()
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._index: FilterIndex | None = None  # every subscriber's filters (publish)
+        self._index_key: tuple[int, int, int] = (0, 0, 0)
         self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
                          "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
                          "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
@@ -172,7 +175,8 @@ class HubBase:
         if stats is None:
             stats = self.topics[msg.topic] = TopicStats()
         stats.add(msg)
-        self.journal_outcome(msg, None, "relayed")
+        if self.journal is not None:
+            self.journal_outcome(msg, None, "relayed")
         if boards is not None:
             for name in boards:
                 self.deliver(name, msg)
@@ -184,12 +188,27 @@ class HubBase:
             except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
                 log.exception("listener failed")
         line = msg.line()
-        receivers: Iterable[BoardState] = (
-            self.app_subs.values() if boards is not None
-            else itertools.chain(self.boards.values(), self.app_subs.values()))
-        for b in receivers:
-            if b.filter.matches(line):
-                self._enqueue(b, msg)
+        if boards is not None:
+            for b in self.app_subs.values():
+                if b.filter.matches(line):
+                    self._enqueue(b, msg)
+            return
+        index = self._index
+        if index is None or self._index_key != (BoardState.generation, len(self.boards),
+                                                len(self.app_subs)):
+            index = self._filter_index()
+        for b in index.match(line):
+            self._enqueue(b, msg)
+
+    def _filter_index(self) -> FilterIndex:
+        """Every subscriber's filters, indexed; rebuilt when a subscriber or filter has
+        changed since (boards are never removed, app subscriptions are)."""
+        key = (BoardState.generation, len(self.boards), len(self.app_subs))
+        if self._index is None or key != self._index_key:
+            self._index = FilterIndex(itertools.chain(self.boards.values(),
+                                                      self.app_subs.values()))
+            self._index_key = key
+        return self._index
 
     def deliver(self, board: str, msg: Message) -> bool:
         """Queue msg for one board (as any relayed message: a full queue drops its oldest,

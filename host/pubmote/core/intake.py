@@ -80,37 +80,43 @@ class NotifyIntake(HubBase):
         epoch, records = batch.decode_batch(pkt)  # DecodeError: counted by on_packet
         if self.auth is not None:
             records = [r for r in records if not self._batch_refused(b.name, r[1])]
-        acked: list[int] = []
+        acked = [r[0] for r in records]  # new or seen before, every record is acked
         done = self._done
         uris = self._topic_uris
         origin, label = b.name, face.label
+        publish, last = self.publish, b.last
         prefix = b.prefix + epoch.to_bytes(4, "big")
-        now = time.time()
+        t_rx = getattr(face, "t_rx", None) or time.time()  # when the face read the batch
+        uri = t_prev = None
+        new = 0
         for seq, topic, payload in records:
             key = prefix + seq.to_bytes(4, "big")
             if key in done:
                 b.counters["duplicates"] += 1
             else:
-                t = bytes(topic)
-                uri = uris.get(t)
-                if uri is None:
-                    if len(uris) >= 1024:
-                        uris.clear()
-                    uri = uris[t] = ndn_name.to_uri(t).encode()
-                msg = Message(uri, bytes(payload), origin, label)
-                b.counters["published"] += 1
-                b.last[uri] = msg.payload
-                self.publish(msg)
+                if topic is not t_prev:  # records after the first name it by reference
+                    t_prev = topic
+                    t = bytes(topic)
+                    uri = uris.get(t)
+                    if uri is None:
+                        if len(uris) >= 1024:
+                            uris.clear()
+                        uri = uris[t] = ndn_name.to_uri(t).encode()
+                assert uri is not None
+                data = bytes(payload)
+                last[uri] = data
+                publish(Message(uri, data, origin, label, None, t_rx))
                 done[key] = True
-            acked.append(seq)
+                new += 1
+        b.counters["published"] += new
         while len(done) > 4096:
             done.popitem(last=False)
         self.counters["batched"] += len(records)
-        b.last_seen = now
+        b.last_seen = t_rx
         if acked:
             ack = bytearray(batch.HEADER + 6 * len(acked))
             off = batch.add_acks(ack, batch.begin(ack, batch.ACKS, epoch), acked)
-            face.send_packet(bytes(ack[:off]))
+            face.send_packet(bytes(memoryview(ack)[:off]))
 
     def _batch_refused(self, board: str, topic: memoryview) -> bool:
         # a board without a key publishes no batch record to a topic that needs signing

@@ -10,20 +10,26 @@ from collections.abc import Callable
 class Message:
     """One relayed message. `topic` is the topic's URI as bytes."""
 
-    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board")
+    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board", "_line")
 
     def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str,
-                 t_board: int | None = None) -> None:
+                 t_board: int | None = None, t_recv: float | None = None) -> None:
         self.topic = topic
         self.payload = payload
         self.origin = origin
         self.ingress = ingress
-        self.t_recv = time.time()
+        # when the bridge read it (a face's read time for a whole batch), else now
+        self.t_recv = time.time() if t_recv is None else t_recv
         self.t_board = t_board  # the board's SignatureTime (ms), when it signs
+        self._line: bytes | None = None
 
     def line(self) -> bytes:
-        """The SP form: `<topic URI>|<payload>`, what nanomsg-style filters match against."""
-        return self.topic + b"|" + self.payload
+        """The SP form: `<topic URI>|<payload>`, what nanomsg-style filters match against
+        (made once: the filters and every SP subscriber use it)."""
+        line = self._line
+        if line is None:
+            line = self._line = self.topic + b"|" + self.payload
+        return line
 
 
 Listener = Callable[[Message], None]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from pubmote.core.messages import Message
 from pubmote_wire import sp
@@ -30,6 +30,10 @@ class HubFace(Protocol):
 
 class BoardState:
     """What the hub knows of one board, keyed by the name it registered with."""
+
+    # bumped by every set_filters of any subscriber: the hub's filter index is rebuilt
+    # when it changes (filter_index.py)
+    generation: ClassVar[int] = 0
 
     def __init__(self, name: str, prefix: bytes, face: HubFace, queue_len: int) -> None:
         self.name = name
@@ -56,6 +60,7 @@ class BoardState:
             f.subscribe(p)
         self.filter = f
         self.filters = list(filters)
+        BoardState.generation += 1
 
     def enqueue(self, msg: Message) -> Message | None:
         """Queue msg for delivery; return the message dropped to make room, if any."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
+from pubmote.faces import fastframe
 from pubmote_wire import framing
 
 log = logging.getLogger("pubmote.faces")
@@ -41,10 +43,11 @@ class BoardFace:
         self.label = label
         self.on_packet = on_packet
         self.on_state = on_state
-        self.decoder = framing.FrameDecoder(MAX_FRAME)
+        self.decoder = fastframe.Deframer(MAX_FRAME)
         self.up = False
         self.board: str | None = None  # set by the hub when the board registers
         self.tracer: Any = None  # set by the hub when --trace is on
+        self.t_rx = 0.0  # time.time() of the last read
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
                          "tx_bytes": 0, "opens": 0}
 
@@ -54,7 +57,7 @@ class BoardFace:
             return
         if self.tracer is not None:
             self.tracer.record(self.label, "out", pkt)
-        frame = framing.encode(pkt)
+        frame = fastframe.encode(pkt)
         if self._write_raw(frame):
             self.counters["tx_frames"] += 1
             self.counters["tx_bytes"] += len(frame)
@@ -65,10 +68,12 @@ class BoardFace:
         raise NotImplementedError
 
     def feed(self, chunk: bytes) -> None:
+        self.t_rx = time.time()  # when these bytes were read: a relayed message's t_recv
         self.counters["rx_bytes"] += len(chunk)
-        for pkt in self.decoder.feed(chunk):
-            self.counters["rx_frames"] += 1
-            self.on_packet(self, bytes(pkt))
+        pkts = self.decoder.feed(chunk)  # bytes each
+        self.counters["rx_frames"] += len(pkts)
+        for pkt in pkts:
+            self.on_packet(self, pkt)
 
     def bad_frames(self) -> int:
         d = self.decoder

@@ -14,10 +14,13 @@ import asyncio
 import logging
 import os
 import socket
+import struct
+import time
 from typing import Any
 
 from pubmote.core.addresses import AddressError, parse_tcp_url
 from pubmote.core.hub import Hub, Message
+from pubmote.core.latency import LatencyHist
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 from pubmote_wire.errors import DecodeError
@@ -27,6 +30,7 @@ log = logging.getLogger("pubmote.sp")
 PER_CLIENT_BUFFER = 1 << 20
 MAX_SNDBUF = 256 * 1024
 FLUSH_S = 2.0  # how long a stopping bridge waits for subscribers to take their buffers
+_U64 = struct.Struct(">Q").pack  # an SP message's length prefix
 
 
 def parse_url(url: str) -> tuple[str, Any]:
@@ -63,25 +67,29 @@ class _Conn(asyncio.Protocol):
         self.ready = False
         self.bad = 0  # bad messages from this peer (logged, not flooded)
         # frames relayed during one turn of the event loop go out in one write: many boards'
-        # messages in one turn cost one send instead of one each
+        # messages in one turn cost one send instead of one each (SpEndpoint.flush)
         self.pending: list[bytes] = []
         self.pending_bytes = 0
+        # the transport's buffer as this turn's first frame was queued: it changes only
+        # when the loop writes, or at our flush, so it holds until the flush
+        self.t_bytes = 0
 
     def queue(self, frame: bytes) -> None:
-        if not self.pending:
-            asyncio.get_running_loop().call_soon(self.flush)
         self.pending.append(frame)
         self.pending_bytes += len(frame)
 
     def flush(self) -> None:
         if self.pending and self.t is not None:
             self.t.write(b"".join(self.pending))
+            self.ep.counters["writes"] += 1
         self.pending = []
         self.pending_bytes = 0
 
     def buffered(self) -> int:
         """Bytes waiting for this subscriber: queued this turn, and in the transport."""
-        return self.pending_bytes + (self.t.get_write_buffer_size() if self.t else 0)
+        if not self.pending:
+            self.t_bytes = self.t.get_write_buffer_size() if self.t else 0
+        return self.pending_bytes + self.t_bytes
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -128,7 +136,12 @@ class SpEndpoint:
         self.conns: set[_Conn] = set()
         self.server: asyncio.AbstractServer | None = None
         self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
-                         "bad_streams": 0, "unflushed": 0}
+                         "bad_streams": 0, "unflushed": 0, "writes": 0}
+        # bridge-added latency: from a face's read of each message to the write that hands
+        # it to the subscribers' sockets
+        self.latency = LatencyHist()
+        self._t_pending: list[float] = []  # read times of this turn's messages
+        self._flush_due = False
 
     async def start(self) -> None:
         self.server = await _serve(self.url, lambda: _Conn(self))
@@ -136,18 +149,36 @@ class SpEndpoint:
             self.hub.add_listener(self.relay)
 
     def relay(self, msg: Message) -> None:
-        frame = sp.encode_msg(msg.line())
+        line = msg.line()
+        frame = _U64(len(line)) + line  # sp.encode_msg's bytes, packed in C
+        journal = self.hub.journal is not None
+        queued = False
         for c in self.conns:
-            t = c.t
-            if t is None or not c.ready:
+            if c.t is None or not c.ready:
                 continue
             if c.buffered() + len(frame) > self.buffer_bytes:
                 self.counters["dropped"] += 1
                 self.hub.journal_outcome(msg, "sp:" + c.peer, "dropped")
                 continue
             c.queue(frame)
+            queued = True
             self.counters["sent"] += 1
-            self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
+            if journal:
+                self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
+        if queued:
+            self._t_pending.append(msg.t_recv)
+            if not self._flush_due:
+                self._flush_due = True
+                asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Hand this turn's frames to every subscriber's socket, one write each."""
+        self._flush_due = False
+        for c in self.conns:
+            c.flush()
+        if self._t_pending:
+            self.latency.add_since(time.time(), self._t_pending)
+            self._t_pending = []
 
     def on_message(self, conn: _Conn, body: bytes) -> None:
         if self.proto != sp.SUB:
@@ -183,8 +214,7 @@ class SpEndpoint:
             self.hub.remove_listener(self.relay)
         if self.server is not None:
             self.server.close()
-        for c in self.conns:
-            c.flush()
+        self.flush()
         deadline = asyncio.get_running_loop().time() + flush_s
         while any(c.t is not None and c.t.get_write_buffer_size() for c in self.conns):
             if asyncio.get_running_loop().time() > deadline:

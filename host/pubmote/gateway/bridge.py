@@ -262,8 +262,11 @@ class Bridge:
             sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
         for ep in self.sp:
             if ep.proto == sp.PUB:
-                parts.append("SP PUB %s: %d clients, %d sent, %d dropped" % (
-                    ep.url, ep.clients(), ep.counters["sent"], ep.counters["dropped"]))
+                parts.append("SP PUB %s: %d clients, %d sent in %d writes, %d dropped, "
+                             "bridge-added latency %s" % (
+                                 ep.url, ep.clients(), ep.counters["sent"],
+                                 ep.counters["writes"], ep.counters["dropped"],
+                                 ep.latency.summary()))
             else:
                 parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
                     ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
