@@ -97,6 +97,12 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         # the batch run names each journal file's columns (100 at 10M bench rows): listing
         # them in the driver is cheaper than the Spark job Spark runs beyond 32 paths
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
+        # the windows table's percentile_approx is an object aggregate, which Spark moves
+        # from a hash map to sorting its input beyond 128 groups in a task: a task of a
+        # 100,000-row journal file holds some 600 windows. Hashing up to 4096 (each group's
+        # digest holds its own latencies, the task's rows at most) halves that table's CPU
+        # at 10M rows (bench/pipeline/PROFILE.md).
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "4096",
     }
     java_opts = ""
     if local:
