@@ -33,7 +33,7 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 
-LOCAL_DRIVER_MEMORY = "512m"
+LOCAL_DRIVER_MEMORY = "480m"
 
 
 # where batch, stream and report say what they do (print, or a test's list.append)
@@ -112,9 +112,11 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
                          # local mode runs the executors in the driver's JVM: its heap is
                          # the job's. Aggregations spill to disk beyond their share, so a
-                         # small heap bounds the memory (whole run 0.97 GB RSS at 1M rows,
-                         # 1.19 GB at 10M, bench/pipeline) at no measurable cost in time;
-                         # Spark's floor is 450 MB.
+                         # small heap bounds the memory at no measurable cost in time. Spark
+                         # wants 450 MB of usable heap (the serial collector's: the heap
+                         # less a survivor space, 464 MB at 480m); 480m instead of 512m
+                         # took 70 MB off the JVM's peak RSS at 10M rows, same CPU
+                         # (bench/pipeline/PROFILE.md).
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
         # one collector thread: on a gateway's few cores the parallel ones only contend
         java_opts = "-XX:+UseSerialGC "
