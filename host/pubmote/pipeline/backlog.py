@@ -2,9 +2,11 @@
 columns (columns.py) and the rows counted from the columns' footers, in child processes
 for a large journal, and started before the JVM so the two overlap (the CLI's batch run).
 
-No pyarrow here: for a large journal the driver never loads it (70 MB of RSS) nor holds
-its buffers (180 MB at 10M rows) while the JVM peaks; the children have both cores for
-the readings decode, which is Python (one core per process).
+For a large journal the work is the children's: the driver never holds pyarrow's buffers
+(its allocator kept 180 MB of RSS at 10M rows) while the JVM peaks, and the readings
+decode, which is Python, runs on both cores (one per process) instead of one under the
+GIL. This module imports no pyarrow (pyspark itself loads it in the driver, through
+pyspark.testing.utils, on the first call into the JVM).
 """
 
 from __future__ import annotations
@@ -17,19 +19,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+from .paths import JOURNAL_GLOB, make_columns_dir
 from .session import PipelineError
 
-JOURNAL_GLOB = "journal-*.jsonl"
-COLUMNS_GLOB = "journal-*.parquet"
 # A journal this large goes to child processes; a smaller one (the tests', a --follow
 # job's new file) stays in the driver: a child costs about 0.5 CPU s to start.
 CHILD_BYTES = 32_000_000
-
-
-def columns_dir(journal: str | Path, reading_key: str | None = None) -> Path:
-    """Where the journal's columns go: one folder per reading rule (--reading-key)."""
-    name = ".columns" if reading_key is None else ".columns-key-" + reading_key.encode().hex()
-    return Path(journal) / name
 
 
 class Backlog(NamedTuple):
@@ -40,17 +35,6 @@ class Backlog(NamedTuple):
     compacted: int
     rows: int
     unusable: int
-
-
-def make_columns_dir(journal: str | Path, reading_key: str | None = None) -> Path:
-    out = columns_dir(journal, reading_key)
-    try:
-        out.mkdir(exist_ok=True)
-    except OSError as e:
-        raise PipelineError("cannot write the journal's columns in %s (%s): the pipeline "
-                            "keeps them beside the journal, give it write access" % (out, e)) \
-            from e
-    return out
 
 
 def prepare(journal: str | Path, reading_key: str | None = None) -> Backlog:

@@ -7,8 +7,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backlog import JOURNAL_GLOB, Backlog
+from .backlog import Backlog
 from .backlog import prepare as prepare_columns
+from .paths import JOURNAL_GLOB
 from .session import Log, PipelineError
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.json as pj  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-from .backlog import COLUMNS_GLOB, JOURNAL_GLOB, columns_dir, make_columns_dir
+from .paths import COLUMNS_GLOB, JOURNAL_GLOB, columns_dir, make_columns_dir
 from .readings import readings_of
 
 __all__ = ["COLUMNS", "COLUMNS_GLOB", "JOURNAL_GLOB", "columns_dir", "compact", "counts",
