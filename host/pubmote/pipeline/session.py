@@ -97,11 +97,11 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         # the batch run names each journal file's columns (100 at 10M bench rows): listing
         # them in the driver is cheaper than the Spark job Spark runs beyond 32 paths
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
-        # the windows table's percentile_approx is an object aggregate, which Spark moves
-        # from a hash map to sorting its input beyond 128 groups in a task: a task of a
-        # 100,000-row journal file holds some 600 windows. Hashing up to 4096 (each group's
-        # digest holds its own latencies, the task's rows at most) halves that table's CPU
-        # at 10M rows (bench/pipeline/PROFILE.md).
+        # the windows table's latency lists (collect_list) are an object aggregate, which
+        # Spark moves from a hash map to sorting its input beyond 128 groups in a task: a
+        # task of 100,000 journal rows holds some 600 windows. Hashing up to 4096 (each
+        # group holds its own latencies: the task's rows at most) took that table from 16-40 s
+        # to 8-20 s of wall time at 10M rows in paired runs, same CPU (PROFILE.md).
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "4096",
     }
     java_opts = ""
