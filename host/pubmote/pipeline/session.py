@@ -103,6 +103,13 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         # group holds its own latencies: the task's rows at most) took that table from 16-40 s
         # to 8-20 s of wall time at 10M rows in paired runs, same CPU (PROFILE.md).
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "4096",
+        # small scan tasks: Spark packs files into tasks of up to 128 MB, counting 4 MB per
+        # file, so the bench's 100 journal files (0.5 MB of columns each) made 4 tasks of
+        # 3M rows: too many windows per task to stay hashed, and a straggler on 2 cores.
+        # At 8 MB a task reads about one journal file: at 10M rows the windows table took
+        # 21.5 CPU s instead of 25.4, 11.6 s wall instead of 18.4, and the JVM's peak RSS
+        # 614 MB instead of 791 (bench/pipeline/PROFILE.md); no change at 1M.
+        "spark.sql.files.maxPartitionBytes": "8m",
     }
     java_opts = ""
     if local:
