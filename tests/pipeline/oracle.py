@@ -14,7 +14,7 @@ EGRESS = ("delivered", "dropped", "nacked")
 
 
 def percentile(values: list[float], p: float) -> float | None:
-    """percentile_approx's result when it is exact (fewer values than its accuracy): the
+    """The windows table's latency percentile (and percentile_approx's while exact): the
     smallest value with at least p of the values at or below it."""
     if not values:
         return None

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from pubmote.pipeline.columns import COLUMNS, columns_dir, compact, read_journal_file
 from pubmote.pipeline.readings import reading_of
@@ -80,3 +81,37 @@ def test_a_json_source_checkpoint_is_refused(tmp_path: Path) -> None:
     (src / "1").write_text('v1\n{"path":"file:///j/journal-000002.jsonl","batchId":1}\n')
     with pytest.raises(PipelineError):
         check_checkpoint(tmp_path)
+
+
+def test_a_large_backlog_is_compacted_in_child_processes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch run's backlog (backlog.prepare) in child processes, as for a journal past
+    CHILD_BYTES: the same columns and counts as compacting in the driver, a second run
+    compacts nothing, and a child's failure is a PipelineError naming the cause."""
+    from pubmote.pipeline import backlog
+    from pubmote.pipeline.session import PipelineError
+
+    recs = list(records(500, boards=3, subscribers=2, seed=5))
+    for d in ("driver", "children"):
+        write_journal(tmp_path / d, iter(recs), per_file=100)
+        (tmp_path / d / "journal-000099.jsonl").write_text('{"t_bridge":1,"outcome":\n')
+    here = backlog.prepare(tmp_path / "driver")
+    monkeypatch.setattr(backlog, "CHILD_BYTES", 0)
+    there = backlog.prepare(tmp_path / "children")
+    files = len(list((tmp_path / "children").glob("journal-*.jsonl")))
+    assert files > 2  # both children had work
+    assert (there.compacted, there.rows, there.unusable) == (files, len(recs) + 1, 1)
+    assert (here.compacted, here.rows, here.unusable) == (files, len(recs) + 1, 1)
+    for a, b in zip(here.files, there.files, strict=True):
+        assert a.name == b.name and pq.read_table(a).equals(pq.read_table(b))
+    again = backlog.prepare_soon(tmp_path / "children").result()
+    assert (again.compacted, again.rows, again.files) == (0, there.rows, there.files)
+    # a journal file the child cannot read: its error, not a hang or a wrong count
+    bad = tmp_path / "bad"
+    write_journal(bad, iter(recs), per_file=250)
+    (bad / "journal-000000.jsonl").chmod(0)
+    if os.access(bad / "journal-000000.jsonl", os.R_OK):  # root reads it anyway
+        (bad / "journal-000000.jsonl").unlink()
+        (bad / "journal-000000.jsonl").mkdir()  # a folder is unreadable for anyone
+    with pytest.raises(PipelineError, match="compacting the journal into .* failed: .+"):
+        backlog.prepare(bad)

@@ -110,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
     if error:
         print("pubmote pipeline: %s" % error, file=sys.stderr)
         return 2
+    backlog = None
+    if not args.follow:  # the journal's compaction runs while the JVM starts
+        from pubmote.pipeline.backlog import prepare_soon
+
+        backlog = prepare_soon(args.journal, args.reading_key)
     try:
         conf = parse_conf(args.conf)
         spark = spark_session(args.master, conf, verbose=args.verbose)
@@ -128,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
                           **opts)
         from pubmote.pipeline.batch import run_batch
 
-        stats = run_batch(spark, args.journal, args.out, report=args.report, **opts)
+        stats = run_batch(spark, args.journal, args.out, report=args.report,
+                          backlog=backlog, **opts)
         if args.report:
             _log("report: %s" % stats["report"])
         return 0

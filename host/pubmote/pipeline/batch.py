@@ -3,10 +3,13 @@ every run."""
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .columns import JOURNAL_GLOB
+from .backlog import Backlog
+from .backlog import prepare as prepare_columns
+from .paths import JOURNAL_GLOB
 from .session import Log, PipelineError
 
 if TYPE_CHECKING:
@@ -22,21 +25,20 @@ def journal_files(journal: str | Path) -> list[Path]:
 
 
 def read_columns(spark: SparkSession, journal: str | Path, reading_key: str | None = None,
-                 log: Log = print) -> tuple[DataFrame, dict[str, Any]]:
+                 log: Log = print, backlog: Future[Backlog] | None = None,
+                 ) -> tuple[DataFrame, dict[str, Any]]:
     """The journal as Spark rows of its typed columns, compacting the files not compacted
-    yet (pipeline/columns.py) first, and its counts: rows, unusable rows (malformed lines,
-    records without time or outcome), from the files' footers."""
-    from .columns import compact, counts
+    yet (pipeline/backlog.py) first, or taking `backlog`, that work started before Spark
+    (backlog.prepare_soon), and its counts: rows, unusable rows (malformed lines, records
+    without time or outcome), from the files' footers."""
     from .schema import COLUMNS_SCHEMA
 
-    columns, n = compact(journal, reading_key)
-    if n:
-        log("compacted %d journal files into typed columns in %s" % (n, columns))
-    # the journal's files name the columns to read: the journal is the source of truth
-    paths = [columns / (f.stem + ".parquet") for f in journal_files(journal)]
-    rows, unusable = counts(paths)
-    return (spark.read.schema(COLUMNS_SCHEMA).parquet(*map(str, paths)),
-            {"rows": rows, "unusable": unusable})
+    ready = backlog.result() if backlog is not None else prepare_columns(journal, reading_key)
+    if ready.compacted:
+        log("compacted %d journal files into typed columns in %s"
+            % (ready.compacted, ready.files[0].parent))
+    return (spark.read.schema(COLUMNS_SCHEMA).parquet(*map(str, ready.files)),
+            {"rows": ready.rows, "unusable": ready.unusable})
 
 
 def check_not_stream_sink(path: Path) -> None:
@@ -47,6 +49,7 @@ def check_not_stream_sink(path: Path) -> None:
 
 def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark: str,
             reading_key: str | None = None, log: Log = print,
+            backlog: Future[Backlog] | None = None,
             ) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
     """The journal's rows (its typed columns), its tables, and counts: rows read and rows
     unusable (malformed lines, records without time or outcome). Each table and the report
@@ -55,7 +58,7 @@ def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark:
     not persisted; unpersist() on them is harmless (callers of the cached version did)."""
     from .transform import TABLES, prepare
 
-    rows, stats = read_columns(spark, journal, reading_key, log)
+    rows, stats = read_columns(spark, journal, reading_key, log, backlog)
     prepared = prepare(rows)
     tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
     return rows, tables, stats
@@ -63,9 +66,10 @@ def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark:
 
 def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, window: str,
               watermark: str, reading_key: str | None = None, report: str | Path | None = None,
-              log: Log = print) -> dict[str, Any]:
+              log: Log = print, backlog: Future[Backlog] | None = None) -> dict[str, Any]:
     """Write OUT/windows and OUT/health from every finished journal file, and with `report`
-    REPORT/index.html (stats["report"]); return counts."""
+    REPORT/index.html (stats["report"]); return counts. `backlog`: the journal's
+    compaction, started before Spark (backlog.prepare_soon) to overlap the JVM's start."""
     files = journal_files(journal)
     size = sum(f.stat().st_size for f in files)
     log("reading %d journal files (%.1f MB) from %s" % (len(files), size / 1e6, journal))
@@ -76,7 +80,7 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
         raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
                             "renames them into place on rotation (--journal-max-age)" % journal)
     rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
-                                  reading_key=reading_key, log=log)
+                                  reading_key=reading_key, log=log, backlog=backlog)
     try:
         for name, df in tables.items():
             df.write.mode("overwrite").parquet(str(out / name))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,12 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.json as pj  # type: ignore[import-untyped]
 import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
+from .paths import COLUMNS_GLOB, JOURNAL_GLOB, columns_dir, make_columns_dir
 from .readings import readings_of
-from .session import PipelineError
 
-JOURNAL_GLOB = "journal-*.jsonl"
-COLUMNS_GLOB = "journal-*.parquet"
+__all__ = ["COLUMNS", "COLUMNS_GLOB", "JOURNAL_GLOB", "columns_dir", "compact", "counts",
+           "read_journal_file"]
+
 
 # What the JSON reader parses of a record (other fields are skipped, not parsed).
 _READ = pa.schema([
@@ -42,12 +44,6 @@ UNUSABLE_KEY = "pubmote.unusable_rows"
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "t_bridge": (int, float), "latency_ms": (int, float), "reconnect": (bool,),
     "topic": (str,), "origin": (str,), "egress": (str,), "outcome": (str,), "payload": (str,)}
-
-
-def columns_dir(journal: str | Path, reading_key: str | None = None) -> Path:
-    """Where the journal's columns go: one folder per reading rule (--reading-key)."""
-    name = ".columns" if reading_key is None else ".columns-key-" + reading_key.encode().hex()
-    return Path(journal) / name
 
 
 def _field(rec: dict[str, Any], name: str) -> Any:
@@ -106,17 +102,23 @@ def counts(files: list[Path]) -> tuple[int, int]:
     return rows, unusable
 
 
+def compact_and_count(files: list[Path], out: Path, reading_key: str | None,
+                      ) -> tuple[int, int, int]:
+    """(files compacted now, rows, unusable rows) of journal files, each compacted into
+    out unless it has its columns file: a compaction child's work (backlog.py)."""
+    n = 0
+    for f in files:
+        if not (out / (f.stem + ".parquet")).exists():
+            n += _compact_file(f, out, reading_key)
+            pa.default_memory_pool().release_unused()  # the next file reuses less
+    return (n, *counts([out / (f.stem + ".parquet") for f in files]))
+
+
 def compact(journal: str | Path, reading_key: str | None = None) -> tuple[Path, int]:
     """Compact every finished journal file that has no columns file yet; return the
     columns folder and how many files were compacted now."""
     src = Path(journal)
-    out = columns_dir(src, reading_key)
-    try:
-        out.mkdir(exist_ok=True)
-    except OSError as e:
-        raise PipelineError("cannot write the journal's columns in %s (%s): the pipeline "
-                            "keeps them beside the journal, give it write access" % (out, e)) \
-            from e
+    out = make_columns_dir(src, reading_key)
     done = {p.stem for p in out.glob(COLUMNS_GLOB)}
     todo = [f for f in sorted(src.glob(JOURNAL_GLOB)) if f.stem not in done]
     if len(todo) < 2:
@@ -150,3 +152,8 @@ def _compact_file(f: Path, out: Path, reading_key: str | None) -> int:
         return 0  # another run compacted it first: same content
     finally:
         tmp.unlink()
+
+
+if __name__ == "__main__":  # a compaction child (backlog.py): [columns folder, key, [files]]
+    _out, _key, _files = json.loads(sys.argv[1])
+    print(json.dumps(compact_and_count([Path(f) for f in _files], Path(_out), _key)))

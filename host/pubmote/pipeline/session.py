@@ -33,7 +33,7 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 
-LOCAL_DRIVER_MEMORY = "512m"
+LOCAL_DRIVER_MEMORY = "480m"
 
 
 # where batch, stream and report say what they do (print, or a test's list.append)
@@ -97,6 +97,19 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         # the batch run names each journal file's columns (100 at 10M bench rows): listing
         # them in the driver is cheaper than the Spark job Spark runs beyond 32 paths
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "4096",
+        # the windows table's latency lists (collect_list) are an object aggregate, which
+        # Spark moves from a hash map to sorting its input beyond 128 groups in a task: a
+        # task of 100,000 journal rows holds some 600 windows. Hashing up to 4096 (each
+        # group holds its own latencies: the task's rows at most) took that table from 16-40 s
+        # to 8-20 s of wall time at 10M rows in paired runs, same CPU (PROFILE.md).
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "4096",
+        # small scan tasks: Spark packs files into tasks of up to 128 MB, counting 4 MB per
+        # file, so the bench's 100 journal files (0.5 MB of columns each) made 4 tasks of
+        # 3M rows: too many windows per task to stay hashed, and a straggler on 2 cores.
+        # At 8 MB a task reads about one journal file: at 10M rows the windows table took
+        # 21.5 CPU s instead of 25.4, 11.6 s wall instead of 18.4, and the JVM's peak RSS
+        # 614 MB instead of 791 (bench/pipeline/PROFILE.md); no change at 1M.
+        "spark.sql.files.maxPartitionBytes": "8m",
     }
     java_opts = ""
     if local:
@@ -106,9 +119,11 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
                          # local mode runs the executors in the driver's JVM: its heap is
                          # the job's. Aggregations spill to disk beyond their share, so a
-                         # small heap bounds the memory (whole run 0.97 GB RSS at 1M rows,
-                         # 1.19 GB at 10M, bench/pipeline) at no measurable cost in time;
-                         # Spark's floor is 450 MB.
+                         # small heap bounds the memory at no measurable cost in time. Spark
+                         # wants 450 MB of usable heap (the serial collector's: the heap
+                         # less a survivor space, 464 MB at 480m); 480m instead of 512m
+                         # took 70 MB off the JVM's peak RSS at 10M rows, same CPU
+                         # (bench/pipeline/PROFILE.md).
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
         # one collector thread: on a gateway's few cores the parallel ones only contend
         java_opts = "-XX:+UseSerialGC "

@@ -33,6 +33,13 @@ def _count(cond: Column) -> Column:
     return F.sum(F.when(cond, 1).otherwise(0)).cast("long")
 
 
+def _percentiles(values: Column, ps: tuple[float, ...]) -> Column:
+    """The p-th values of a sorted array (NULL when it is empty), as an array."""
+    n = F.size(values)
+    return F.array(*[F.try_element_at(values, F.greatest(F.lit(1), F.ceil(n * p)).cast("int"))
+                     for p in ps])
+
+
 def _flatten(df: DataFrame, columns: tuple[str, ...]) -> DataFrame:
     df = df.withColumn("window_start", F.col("window.start")).withColumn(
         "window_end", F.col("window.end"))
@@ -48,8 +55,11 @@ def topic_windows(df: DataFrame, window: str, watermark: str) -> DataFrame:
     lost before the bridge had them (fetch_failed), and the drop rate over egresses."""
     out = F.col("outcome")
     delivered = F.when(out == "delivered", F.col("latency_ms"))
-    # one digest for both percentiles (two cost twice the sort-based aggregation)
-    latency = F.percentile_approx(delivered, [0.5, 0.99])
+    # The window's latencies, sorted, and both percentiles picked from them: exact (the
+    # smallest latency with at least p of them at or below it), and 15-20% less CPU at
+    # 10M rows than percentile_approx's digests, whose results it equals while those are
+    # exact (bench/pipeline/PROFILE.md). The list is one window's deliveries.
+    latency = _percentiles(F.sort_array(F.collect_list(delivered)), (0.5, 0.99))
     dropped = _count(out.isin("dropped", "nacked"))
     agg = (df.withWatermark("ts", watermark)
              .where(out.isin(*MESSAGE_OUTCOMES) & F.col("topic").isNotNull())
