@@ -405,16 +405,19 @@ class Node:
 
     # ---- packets ----------------------------------------------------------------------
 
-    async def _send(self, pkt, framed=-1):
-        # framed >= 0: pkt[0:framed] is a whole frame already (link batches): one write
+    async def _send(self, pkt, framer=None):
+        # framer (link batches): framer(self._frame) frames what it holds once the link is
+        # ours and returns the frame's length, written at once (0: nothing to write)
         if not self._up:
             raise OSError("link down")
         while not self._free.is_set():
             await self._free.wait()
         self._free.clear()
         try:
-            if framed >= 0:
-                await self._link.write(memoryview(pkt)[0:framed])
+            if framer is not None:
+                n = framer(self._frame)
+                if n:
+                    await self._link.write(memoryview(self._frame)[0:n])
                 pos = -1
             else:
                 crc = framing.crc16(pkt)
