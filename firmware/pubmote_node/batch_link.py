@@ -55,7 +55,7 @@ class Batcher:
         self._bytes = 0
         self._gen = asyncio.Event()  # set, and replaced, at every ack frame and tick
         self._room = asyncio.Event()  # a full buffer has been framed
-        asyncio.create_task(self._ticker())
+        self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload):
         """As Node.publish; None if the message is too big for a batch (then the node
@@ -86,6 +86,9 @@ class Batcher:
                     await self._room.wait()
                 if self._writer == seq:
                     await self._write(seq)
+                if not self._ticking:
+                    self._ticking = True
+                    asyncio.create_task(self._ticker())
                 t0 = ticks_ms()
                 while not st[seq] and node._up and ticks_diff(ticks_ms(), t0) < node.timeout_ms:
                     await self._gen.wait()
@@ -98,6 +101,8 @@ class Batcher:
             return False
         finally:
             del st[seq]
+            if not st:
+                st.clear()  # a dict keeps its grown table when emptied: the last one frees it
             self._bytes -= size
 
     def _put(self, seq, tname, payload):
@@ -123,44 +128,45 @@ class Batcher:
             pass  # link down: the publishers time out and send again
         finally:
             if self._writer == seq:  # not framed (link down, or cancelled): drop them
-                self._reset()
+                self._frame(None)
 
     def _frame(self, out):
-        # the node's frame buffer is ours (the link is): frame the records into it
+        # the node's frame buffer is ours (the link is): frame the records into it and
+        # empty the buffer (out None: only empty it)
         n = self._n
-        if n <= batch.HEADER:
-            return 0
-        k = batch.frame_inplace(out, 0, self._buf, n)
-        self._reset()
-        return k
-
-    def _reset(self):
+        k = 0
+        if out is not None and n > batch.HEADER:
+            k = batch.frame_inplace(out, 0, self._buf, n)
         self._n = batch.HEADER
         self._last = None
         self._writer = -1
         self._room.set()
+        return k
 
     async def _ticker(self):
+        # wakes the publishers waiting for acks to look at their timeouts; it ends when none
+        # waits (an idle board holds no task for it; a busy one keeps the same one)
         while True:
-            await asyncio.sleep(0.1)  # publishers waiting for acks look at their timeout
-            if self._state:
-                self._wake()
+            await asyncio.sleep(0.1)
+            if not self._state:
+                self._ticking = False
+                return
+            self.on_acks(None)
 
-    def _wake(self):
+    def on_acks(self, pkt):
+        """An ACKS frame from the bridge: mark its seqs acked and wake their publishers
+        (pkt None: only wake them, to look at their timeouts)."""
+        if pkt is not None:
+            k = batch.ack_runs(pkt)
+            if batch.epoch_of(pkt) != self.epoch:
+                return
+            st = self._state
+            for i in range(k):
+                first, count = batch.ack_run(pkt, i)
+                end = first + count
+                for s in st:  # at most a window's seqs, however long the run
+                    if first <= s < end:
+                        st[s] = True
         ev = self._gen
         self._gen = asyncio.Event()
         ev.set()
-
-    def on_acks(self, pkt):
-        """An ACKS frame from the bridge: mark its seqs acked and wake their publishers."""
-        k = batch.ack_runs(pkt)
-        if batch.epoch_of(pkt) != self.epoch:
-            return
-        st = self._state
-        for i in range(k):
-            first, count = batch.ack_run(pkt, i)
-            end = first + count
-            for s in st:  # at most a window's seqs, however long the run
-                if first <= s < end:
-                    st[s] = True
-        self._wake()

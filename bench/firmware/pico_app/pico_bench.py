@@ -78,6 +78,10 @@ async def main(node):
     await asyncio.sleep(5)  # past a keepalive: what stays, not what a round trip holds
     print("BENCH heap.after_recv_late %d" % await settled())
     s = node.stats()
+    # the node's packet buffers start small and grow at the first bigger packet: whether
+    # this run's packets made them grow (the heap rows above hold them either way)
+    print("BENCH buf.tx %d" % len(node._tx))
+    print("BENCH buf.rx_frame %d" % len(node._dec._buf))
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
     print("BENCH node.nacks %d" % s["nacks"])
