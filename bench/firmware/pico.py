@@ -5,7 +5,9 @@ growth over the last 500 of each; acked publishes per second and round-trip time
 the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
 after the messages and no growth (stretch: 16 kB). Received figures come twice: "handling
 it", the moment the app has the message (its ack, a keepalive or a bridge retry may be in
-flight), and "handled", once two readings 200 ms apart agree (nothing in flight).
+flight), and "handled", once two readings 200 ms apart agree with nothing in flight (no
+Interest awaiting its Data, no publish awaiting its ack); the published rows come as they
+are at the 500th and the 1,000th publish, and settled the same way after the last.
 
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
@@ -182,6 +184,7 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
              ("bench app: after Node()", "heap.after_node"),
              ("link up, registered", "heap.connected"),
              ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
+             ("  and settled", "heap.after_pub_settled"),
              ("500 received, handling it", "heap.recv_half_busy"),
              ("500 received, handled", "heap.recv_half"),
              ("1,000 received, handling it", "heap.after_recv_busy"),

@@ -137,7 +137,10 @@ class Node:
         whole = link is not None or config.get("link") == "udp"
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        self._rx = bytearray(256)
+        # reads of 128 bytes: the UART's own 1 kB ring holds what arrives meanwhile (its
+        # high-water mark on the emulated Pico bench: 440 B), so a smaller read costs only a
+        # few more loop turns per packet, not bytes
+        self._rx = bytearray(128)
         # frames up to MAX_PACKET; its buffer grows to that size at the first frame over
         # _RX_START bytes (acks, notifies and small messages' Data fit)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
