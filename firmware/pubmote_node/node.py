@@ -134,13 +134,15 @@ class Node:
         self._tx = bytearray(_TX_START)
         # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
         # frame. UDP (one frame per datagram) and a link given here get the whole frame
-        whole = link is not None or config.get("link") == "udp"
+        udp = config.get("link") == "udp"
+        whole = link is not None or udp
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        # reads of 128 bytes: the UART's own 1 kB ring holds what arrives meanwhile (its
-        # high-water mark on the emulated Pico bench: 440 B), so a smaller read costs only a
-        # few more loop turns per packet, not bytes
-        self._rx = bytearray(128)
+        # a read takes a whole datagram on UDP (a smaller buffer would cut its frame), 128
+        # bytes of a byte stream (the UART's own 1 kB ring holds what arrives meanwhile: its
+        # high-water mark on the emulated Pico bench was 440 B; a smaller read costs only a
+        # few more loop turns), as before 256 from a link given here
+        self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else 256 if whole else 128)
         # frames up to MAX_PACKET; its buffer grows to that size at the first frame over
         # _RX_START bytes (acks, notifies and small messages' Data fit)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
