@@ -138,11 +138,11 @@ class Node:
         whole = link is not None or udp
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        # a read takes a whole datagram on UDP (a smaller buffer would cut its frame), 128
-        # bytes of a byte stream (the UART's own 1 kB ring holds what arrives meanwhile: its
-        # high-water mark on the emulated Pico bench was 440 B; a smaller read costs only a
-        # few more loop turns), as before 256 from a link given here
-        self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else 256 if whole else 128)
+        # a read takes a whole datagram on UDP (a smaller buffer would cut its frame), 256
+        # bytes of a byte stream. (128-byte reads saved 128 B on the Pico, but a unix-port
+        # board publishing NDN notifies 4 at a time then ran out of its 256 kB heap; so does
+        # the code before this change with 128-byte reads: not understood yet)
+        self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else 256)
         # frames up to MAX_PACKET; its buffer grows to that size at the first frame over
         # _RX_START bytes (acks, notifies and small messages' Data fit)
         self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
