@@ -5,7 +5,9 @@ growth over the last 500 of each; acked publishes per second and round-trip time
 the board's clock, beside the line's physical limit. Goals: <= 20 kB after Node(), <= 24 kB
 after the messages and no growth (stretch: 16 kB). Received figures come twice: "handling
 it", the moment the app has the message (its ack, a keepalive or a bridge retry may be in
-flight), and "handled", once two readings 200 ms apart agree (nothing in flight).
+flight), and "handled", once two readings 200 ms apart agree with nothing in flight (no
+Interest awaiting its Data, no publish awaiting its ack); the published rows come as they
+are at the 500th and the 1,000th publish, and settled the same way after the last.
 
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
@@ -182,6 +184,7 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
              ("bench app: after Node()", "heap.after_node"),
              ("link up, registered", "heap.connected"),
              ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
+             ("  and settled", "heap.after_pub_settled"),
              ("500 received, handling it", "heap.recv_half_busy"),
              ("500 received, handled", "heap.recv_half"),
              ("1,000 received, handling it", "heap.after_recv_busy"),
@@ -213,6 +216,9 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
         print("  line limit: %.0f B up / %.0f B down per acked publish on the wire, "
               "%d baud -> %.0f msgs/s; rate / limit = %.2f"
               % (up, down, UART_BAUD, limit, rate / limit))
+        print("  the node's packet buffers at the end: scratch %s B, frame decoder %s B (they "
+              "start small and grow to a 1 kB packet's size at the first packet that needs it)"
+              % (r.get("buf.tx", "?"), r.get("buf.rx_frame", "?")))
         print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
               "pending; Nacks from the bridge %s); wall time %.0f s"
               % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"),

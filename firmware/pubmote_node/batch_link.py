@@ -1,29 +1,35 @@
 # The board's end of link batches (docs/protocols/link-batch.md), loaded only once a bridge
-# accepts them at registration: publishes gather into one BATCH frame that one flusher task
-# writes, and one ACKS frame wakes every publisher it answers. Per message this costs a
-# record copied into a buffer and one task wake-up: no NDN packet, digest, Event or timer.
+# accepts them at registration: publishes gather into one BATCH frame and one ACKS frame
+# wakes every publisher it answers. Per message this costs a record copied into a buffer
+# and one task wake-up: no NDN packet, digest, Event or timer.
+#
+# Heap (the emulated Pico's bench): one record buffer, framed into the node's own frame
+# buffer once the link is free, so the records buffer is free again before the write; no
+# flusher task: the publisher whose record opened the buffer writes it.
 import asyncio
-import time
 
-from pubmote_wire import batch, framing, name
+from pubmote_wire import batch, name
 from pubmote_wire.compat import const
 from pubmote_wire.rand import urandom
 
 try:
     from time import ticks_diff, ticks_ms
 except ImportError:  # CPython, for host-side tests of the node
+    from time import monotonic
 
     def ticks_ms():
-        return int(time.monotonic() * 1000)
+        return int(monotonic() * 1000)
 
     def ticks_diff(a, b):
         return a - b
 
-_CAP = const(480)  # one BATCH frame's bytes: a few small messages, within one link packet
+# one BATCH frame's bytes: framed, it fills the node's 258-byte frame buffer
+# (framing.FRAME_PART_MIN, frame_size_max(252) == 258). A 115200-baud UART carries ~4
+# small records per round trip, and a pty or socket two writes per 32-message window
+_CAP = const(252)
 # messages in flight by default: one ack frame answers a whole window, so the line's round
 # trip is shared by this many messages (config "max_soft" overrides it, as for NDN notifies)
 _WINDOW = const(32)
-_TICK_S = 0.1  # publishers waiting for acks look at their timeout this often
 
 
 class Batcher:
@@ -37,29 +43,25 @@ class Batcher:
         # and seq) from a rebooted board's new messages that reuse a seq
         self.epoch = ((r[0] & 0x3F) << 24) | (r[1] << 16) | (r[2] << 8) | r[3]
         self._seq = 0
-        # two spare bytes each: the frame's CRC goes there (batch.frame_inplace)
-        self._bufs = (bytearray(_CAP + 2), bytearray(_CAP + 2))
-        for b in self._bufs:
-            batch.begin(b, batch.BATCH, self.epoch)
-        self._frame = bytearray(framing.frame_size_max(_CAP))  # a batch in one write
-        self._cur = 0
-        self._n = batch.HEADER
-        self._last = None  # the topic of the current buffer's last record
+        # the records; two spare bytes: the frame's CRC goes there (batch.frame_inplace)
+        self._buf = bytearray(_CAP + 2)
+        self._n = batch.begin(self._buf, batch.BATCH, self.epoch)
+        self._last = None  # the topic of the buffer's last record
         self._topic = None  # the last topic published, and its Name
         self._tname = None
-        self._window = node.config.get("max_soft", _WINDOW)
+        # the seq whose publisher writes the buffer (it opened it), -1 while it is empty
+        self._writer = -1
         self._state = {}  # seq -> acked yet?
         self._bytes = 0
         self._gen = asyncio.Event()  # set, and replaced, at every ack frame and tick
-        self._go = asyncio.Event()  # records wait in the buffer
-        self._room = asyncio.Event()  # the flusher has taken a full buffer
-        asyncio.create_task(self._flusher())
-        asyncio.create_task(self._ticker())
+        self._room = asyncio.Event()  # a full buffer has been framed
+        self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload):
         """As Node.publish; None if the message is too big for a batch (then the node
         publishes it as an NDN notify)."""
         node = self._node
+        cfg = node.config
         if topic != self._topic:
             self._tname = name.from_uri(topic if isinstance(topic, str) else topic.decode())
             self._topic = topic
@@ -68,8 +70,8 @@ class Batcher:
         if size > _CAP - batch.HEADER or not tname or len(tname) > batch.TOPIC_MAX:
             return None
         st = self._state
-        if (len(st) >= self._window
-                or self._bytes + size > node.config.get("max_soft_bytes", 4096)):
+        if (len(st) >= cfg.get("max_soft", _WINDOW)
+                or self._bytes + size > cfg.get("max_soft_bytes", 4096)):
             node.counters["soft_full"] += 1
             return False
         seq = self._seq
@@ -78,9 +80,15 @@ class Batcher:
         self._bytes += size
         node.counters["published"] += 1
         try:
-            for _ in range(node.config.get("retries", 3) + 1):
-                if not self._put(seq, tname, payload):
-                    await self._add(seq, tname, payload)
+            for _ in range(cfg.get("retries", 3) + 1):
+                while not self._put(seq, tname, payload):
+                    self._room.clear()  # full: its writer frames it soon
+                    await self._room.wait()
+                if self._writer == seq:
+                    await self._write(seq)
+                if not self._ticking:
+                    self._ticking = True
+                    asyncio.create_task(self._ticker())
                 t0 = ticks_ms()
                 while not st[seq] and node._up and ticks_diff(ticks_ms(), t0) < node.timeout_ms:
                     await self._gen.wait()
@@ -93,66 +101,72 @@ class Batcher:
             return False
         finally:
             del st[seq]
+            if not st:
+                st.clear()  # a dict keeps its grown table when emptied: the last one frees it
             self._bytes -= size
 
     def _put(self, seq, tname, payload):
-        # add the record to the buffer if it has room (no coroutine: the common case)
+        # add the record to the buffer if it has room (no coroutine: the common case); the
+        # record that opens the buffer makes its publisher the writer
         n = self._n
         same = tname is self._last
         if n + batch.record_size(tname, payload, same) > _CAP:
             return False
-        self._n = batch.add_record(self._bufs[self._cur], n, seq, tname, payload, same)
+        self._n = batch.add_record(self._buf, n, seq, tname, payload, same)
         self._last = tname
-        if n == batch.HEADER:
-            self._go.set()
+        if self._writer < 0:
+            self._writer = seq
         return True
 
-    async def _add(self, seq, tname, payload):
-        while not self._put(seq, tname, payload):
-            self._go.set()  # full: wait until the flusher takes it
-            self._room.clear()
-            await self._room.wait()
+    async def _write(self, seq):
+        # one turn first: the publishers an ack frame woke all add their records before
+        # the frame is made, and so do those that come while the link is busy
+        try:
+            await asyncio.sleep(0)
+            await self._node._send(None, self._frame)
+        except OSError:
+            pass  # link down: the publishers time out and send again
+        finally:
+            if self._writer == seq:  # not framed (link down, or cancelled): drop them
+                self._frame(None)
 
-    async def _flusher(self):
-        # writes whatever the publishers added since its last write: the publishers an
-        # ack frame woke all run before it, so their records leave in one frame
-        while True:
-            await self._go.wait()
-            self._go.clear()
-            n = self._n
-            if n <= batch.HEADER:
-                continue
-            buf = self._bufs[self._cur]
-            self._cur ^= 1
-            self._n = batch.HEADER
-            self._last = None
-            self._room.set()
-            try:
-                await self._node._send(self._frame, batch.frame_inplace(self._frame, 0, buf, n))
-            except OSError:
-                pass  # link down: the publishers time out and send again
+    def _frame(self, out):
+        # the node's frame buffer is ours (the link is): frame the records into it and
+        # empty the buffer (out None: only empty it)
+        n = self._n
+        k = 0
+        if out is not None and n > batch.HEADER:
+            k = batch.frame_inplace(out, 0, self._buf, n)
+        self._n = batch.HEADER
+        self._last = None
+        self._writer = -1
+        self._room.set()
+        return k
 
     async def _ticker(self):
+        # wakes the publishers waiting for acks to look at their timeouts; it ends when none
+        # waits (an idle board holds no task for it; a busy one keeps the same one)
         while True:
-            await asyncio.sleep(_TICK_S)
-            if self._state:
-                self._wake()
+            await asyncio.sleep(0.1)
+            if not self._state:
+                self._ticking = False
+                return
+            self.on_acks(None)
 
-    def _wake(self):
+    def on_acks(self, pkt):
+        """An ACKS frame from the bridge: mark its seqs acked and wake their publishers
+        (pkt None: only wake them, to look at their timeouts)."""
+        if pkt is not None:
+            k = batch.ack_runs(pkt)
+            if batch.epoch_of(pkt) != self.epoch:
+                return
+            st = self._state
+            for i in range(k):
+                first, count = batch.ack_run(pkt, i)
+                end = first + count
+                for s in st:  # at most a window's seqs, however long the run
+                    if first <= s < end:
+                        st[s] = True
         ev = self._gen
         self._gen = asyncio.Event()
         ev.set()
-
-    def on_acks(self, pkt):
-        """An ACKS frame from the bridge: mark its seqs acked and wake their publishers."""
-        k = batch.ack_runs(pkt)
-        if batch.epoch_of(pkt) != self.epoch:
-            return
-        st = self._state
-        for i in range(k):
-            first, count = batch.ack_run(pkt, i)
-            end = first + count
-            for s in st:  # at most a window's seqs, however long the run
-                if first <= s < end:
-                    st[s] = True
-        self._wake()

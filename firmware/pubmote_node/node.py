@@ -18,6 +18,11 @@ _EV = const(0)
 _DATA = const(1)
 _PKT = const(2)
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
+# the node's packet buffers start this small and grow to MAX_PACKET, for good, at the first
+# packet that needs it: a board that only sends and receives small messages (a sensor's
+# readings, a command) never holds the 2 kB a 1 kB packet each way would take
+_TX_START = const(320)  # a registration, a fetch, a small message's notify with its Data
+_RX_START = const(256)
 # directed messages travel as topics /pubmote/to/<address>; the bridge routes them (a
 # const: no module global, which would be heap on a board)
 _TO = const(b"/pubmote/to/")
@@ -124,21 +129,29 @@ class Node:
         # link batches (batch_link.py), once a bridge accepts them. (Config "inline" is read
         # where it is used: one attribute more would grow this object's dict by 192 B)
         self._batch = None
-        self._tx = bytearray(MAX_PACKET)
+        # scratch for the packets this board encodes (copied out before any await): it
+        # grows to MAX_PACKET at the first packet over _TX_START (self._encode)
+        self._tx = bytearray(_TX_START)
         # a byte stream takes a frame in parts: a buffer of one COBS block, not of a whole
         # frame. UDP (one frame per datagram) and a link given here get the whole frame
-        whole = link is not None or config.get("link") == "udp"
+        udp = config.get("link") == "udp"
+        whole = link is not None or udp
         self._frame = bytearray(framing.frame_size_max(MAX_PACKET) if whole
                                 else framing.FRAME_PART_MIN)
-        self._rx = bytearray(256)
-        self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET))
+        # a read takes a whole datagram on UDP (a smaller buffer would cut its frame), 256
+        # bytes of a byte stream. (128-byte reads saved 128 B on the Pico, but a unix-port
+        # board publishing NDN notifies 4 at a time then ran out of its 256 kB heap; so does
+        # the code before this change with 128-byte reads: not understood yet)
+        self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else 256)
+        # frames up to MAX_PACKET; its buffer grows to that size at the first frame over
+        # _RX_START bytes (acks, notifies and small messages' Data fit)
+        self._dec = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
         # one frame at a time on the link (frames go in parts): an Event set while the link
         # is free, not an asyncio.Lock, whose module would cost the board ~370 B of heap
         self._free = asyncio.Event()
         self._free.set()
         self._pending = {}  # full Interest name -> [Event, Data, packet]
         self._soft = {}  # NotifyNonce -> encoded msg Data, until the bridge acks
-        self._soft_bytes = 0
         # (publisher, NotifyNonce) of the last 32 messages delivered to us (duplicate
         # notifies): a ring of fixed slots in one bytearray (a nonce's length, then its
         # bytes), each slot naming its publisher by an index into _seen_pubs, which holds
@@ -184,26 +197,27 @@ class Node:
                 return ok
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
         nonce = urandom(4)
-        n = notify.encode_msg_data(self._tx, 0, self.prefix, topic_name, nonce, payload,
-                                   signer=self._signer)
+        n = self._encode(notify.encode_msg_data, self.prefix, topic_name, nonce, payload,
+                         signer=self._signer)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
         cfg = self.config
-        if (len(self._soft) >= cfg.get("max_soft", 8)
-                or self._soft_bytes + n > cfg.get("max_soft_bytes", 4096)):
+        held = n  # the soft state's bytes, counted here (at most max_soft messages)
+        for d in self._soft.values():
+            held += len(d)
+        if len(self._soft) >= cfg.get("max_soft", 8) or held > cfg.get("max_soft_bytes", 4096):
             self.counters["soft_full"] += 1
             return False
         data = bytes(memoryview(self._tx)[0:n])
         self._soft[nonce] = data
-        self._soft_bytes += n
         self.counters["published"] += 1
         # a small message rides in the notify itself: the bridge acks it without fetching
         # (one round trip instead of two); a bridge that does not know INLINE_MSG fetches
         inline = data if cfg.get("inline", True) and n <= _INLINE_MAX else None
         try:
             for _ in range(cfg.get("retries", 3) + 1):
-                n = notify.encode_notify_interest(
-                    self._tx, 0, topic_name, self.prefix, nonce,
+                n = self._encode(
+                    notify.encode_notify_interest, topic_name, self.prefix, nonce,
                     lifetime_ms=self.timeout_ms, signer=self._signer,
                     sig_nonce=urandom(8) if self._key else None,
                     sig_time_ms=self._now_ms() if self._key else None, inline=inline)
@@ -214,7 +228,8 @@ class Node:
             return False
         finally:
             self._soft.pop(nonce, None)
-            self._soft_bytes -= len(data)
+            if not self._soft:
+                self._soft.clear()  # frees its grown table, as in _express
 
     def directed(self):
         """The queue of directed messages for this board: `msg = await q.recv()` gives a
@@ -325,7 +340,9 @@ class Node:
                 self.connected = False
                 reader.cancel()
                 link.close()
-                self._fail_pending()
+                for p in self._pending.values():  # their waits end now, as failed
+                    p[_EV].set()
+                self._pending = {}
                 self.counters["reconnects"] += 1
             await asyncio.sleep(0.2)
 
@@ -344,12 +361,6 @@ class Node:
                     self.connected = False
                 if missed >= 6:
                     raise OSError("bridge not answering")
-            # a dict keeps its grown table when emptied: after a burst of fetches (up to 16
-            # pending) or publishes, an empty one is swapped for a new one (~100 B back)
-            if not self._pending:
-                self._pending = {}
-            if not self._soft:
-                self._soft = {}
             self._filters_dirty.clear()
             await _wait(self._filters_dirty,
                         self.config.get("keepalive_ms", 3000) if self.connected else 500)
@@ -358,8 +369,8 @@ class Node:
         batches = self.config.get("batch", True) and not self._key
         params = control.register_params(self.name, name.to_uri(self.prefix), self.filters(),
                                          [name.to_uri(p) for p, _ in self._served], batches)
-        n = control.encode_register(
-            self._tx, 0, self.name.encode(), params, -1, self.timeout_ms,
+        n = self._encode(
+            control.encode_register, self.name.encode(), params, -1, self.timeout_ms,
             self._signer if self._key else None, urandom(8) if self._key else None,
             self._now_ms() if self._key else None)
         p = await self._express(n, keep=True)
@@ -398,23 +409,33 @@ class Node:
             self._subs.remove(sub)
             self._filters_changed()
 
-    def _fail_pending(self):
-        for p in self._pending.values():
-            p[_EV].set()
-        self._pending = {}
+    def _encode(self, fn, *args, **kw):
+        # fn(buf, 0, ...) into the scratch buffer: it starts at _TX_START bytes (the
+        # packets of small messages, registrations and fetches fit) and grows to
+        # MAX_PACKET, for good, at the first packet that does not fit
+        while True:
+            try:
+                return fn(self._tx, 0, *args, **kw)
+            except ValueError:  # EncodeError: the buffer is too small, or the packet is
+                if len(self._tx) >= MAX_PACKET:
+                    raise
+                self._tx = bytearray(MAX_PACKET)
 
     # ---- packets ----------------------------------------------------------------------
 
-    async def _send(self, pkt, framed=-1):
-        # framed >= 0: pkt[0:framed] is a whole frame already (link batches): one write
+    async def _send(self, pkt, framer=None):
+        # framer (link batches): framer(self._frame) frames what it holds once the link is
+        # ours and returns the frame's length, written at once (0: nothing to write)
         if not self._up:
             raise OSError("link down")
         while not self._free.is_set():
             await self._free.wait()
         self._free.clear()
         try:
-            if framed >= 0:
-                await self._link.write(memoryview(pkt)[0:framed])
+            if framer is not None:
+                n = framer(self._frame)
+                if n:
+                    await self._link.write(memoryview(self._frame)[0:n])
                 pos = -1
             else:
                 crc = framing.crc16(pkt)
@@ -448,6 +469,10 @@ class Node:
             return None
         finally:
             self._pending.pop(full, None)
+            # a dict keeps its grown table when emptied: after a burst of fetches (up to
+            # 16 pending) the last one out frees it (clear() does; ~100 B back)
+            if not self._pending:
+                self._pending.clear()
 
     async def _read_loop(self, link):
         rx = self._rx
@@ -461,38 +486,44 @@ class Node:
                 self._up = False
                 self._filters_dirty.set()  # wake the session so it notices
                 return
-            for pkt in self._dec.feed(mv[0:n]):
-                try:
-                    self._on_packet(pkt)
-                except DecodeError:
-                    self.counters["bad_packets"] += 1
+            # each packet handled as the decoder finds it: no list of packets, and none
+            # held by this frame while it waits for the next bytes
+            self._dec.feed_cb(mv[0:n], self._on_packet)
 
     def _on_packet(self, pkt):
-        typ = pkt[0]
-        if typ == 0x06:
-            d = _decode_data(pkt)
-            p = self._pending.get(bytes(d.name))
-            if p is not None:
-                p[_DATA] = d
-                p[_PKT] = pkt
-                p[_EV].set()
-        elif typ == 0x05:
-            self._on_interest(pkt)
-        elif typ == 0xC1:  # batch.ACKS: the bridge acks link batches
-            if self._batch is not None:
-                self._batch.on_acks(pkt)
-        elif typ == 0x64:
-            nack, fragment = _lp_parts(pkt)
-            if nack and fragment is not None:
-                self.counters["nacks"] += 1
-                i = interest.decode_interest(fragment)
-                p = self._pending.get(bytes(i.name))
+        # a decoded frame (a view of the decoder's buffer: ACKS are read in place, any
+        # other packet is copied, as it is kept or parsed by the NDN codec), or an LP
+        # packet's fragment
+        try:
+            typ = pkt[0] if pkt else -1
+            if typ != 0xC1:
+                pkt = bytes(pkt)
+            if typ == 0x06:
+                d = _decode_data(pkt)
+                p = self._pending.get(bytes(d.name))
                 if p is not None:
+                    p[_DATA] = d
+                    p[_PKT] = pkt
                     p[_EV].set()
-            elif fragment is not None:
-                self._on_packet(fragment)
-        else:
-            raise DecodeError("not an NDN packet")
+            elif typ == 0x05:
+                self._on_interest(pkt)
+            elif typ == 0xC1:  # batch.ACKS: the bridge acks link batches
+                if self._batch is not None:
+                    self._batch.on_acks(pkt)
+            elif typ == 0x64:
+                nack, fragment = _lp_parts(pkt)
+                if nack and fragment is not None:
+                    self.counters["nacks"] += 1
+                    i = interest.decode_interest(fragment)
+                    p = self._pending.get(bytes(i.name))
+                    if p is not None:
+                        p[_EV].set()
+                elif fragment is not None:
+                    self._on_packet(fragment)
+            else:
+                raise DecodeError("not an NDN packet")
+        except DecodeError:
+            self.counters["bad_packets"] += 1
 
     def _on_interest(self, pkt):
         i = interest.decode_interest(pkt)
@@ -534,8 +565,8 @@ class Node:
         data = None
         for _ in range(self.config.get("retries", 3)):
             # the codec picks a random Interest nonce
-            n = notify.encode_msg_interest(self._tx, 0, publisher, topic, nonce,
-                                           lifetime_ms=self.timeout_ms)
+            n = self._encode(notify.encode_msg_interest, publisher, topic, nonce,
+                             lifetime_ms=self.timeout_ms)
             data = await self._express(n)
             if data is not None:
                 break

@@ -168,17 +168,22 @@ def encode(payload):
 class FrameDecoder:
     """Incremental decoder: feed() any chunks, get back complete payloads.
 
-    Never raises on bad input and never grows: the decoded frame lives in one
-    preallocated bytearray of max_frame + 2 bytes. Bad frames are dropped and counted:
+    Never raises on bad input: the decoded frame lives in one preallocated bytearray of
+    max_frame + 2 bytes. With start (a board's byte-by-byte decoder only), it holds
+    start + 2 bytes at first and grows to max_frame + 2 once, for good, at the first
+    frame that needs it: a board that only receives small frames keeps a small buffer.
+    Bad frames are dropped and counted:
     frames_bad_crc (also frames too short to hold a CRC), frames_bad_cobs (a block cut
     short by a delimiter), frames_oversize (longer than max_frame; skipped to the next
     delimiter). bytes_discarded counts every non-delimiter byte of dropped frames."""
 
-    def __init__(self, max_frame=MAX_FRAME, bytewise=False):
+    def __init__(self, max_frame=MAX_FRAME, bytewise=False, start=0):
         self.max_frame = max_frame
-        self._buf = bytearray(max_frame + 2)
-        self._mv = memoryview(self._buf)
         self._blockwise = _BLOCKWISE and not bytewise
+        if self._blockwise or not 0 < start < max_frame:
+            start = max_frame
+        self._buf = bytearray(start + 2)
+        self._mv = memoryview(self._buf)
         if self._blockwise:  # only there: each attribute costs a board's heap
             self._pend = bytearray()  # the encoded bytes of the frame so far
             self._pend_raw = 0
@@ -254,20 +259,39 @@ class FrameDecoder:
                 # we know another block follows.
                 if self._zero:
                     if self._len >= cap:
-                        self._oversize()
-                        continue
+                        if not self._grow():
+                            self._oversize()
+                            continue
+                        buf = self._buf
+                        cap = len(buf)
                     buf[self._len] = 0
                     self._len += 1
                 self._left = b - 1
                 self._zero = b != 0xFF
             else:
                 if self._len >= cap:
-                    self._oversize()
-                    continue
+                    if not self._grow():
+                        self._oversize()
+                        continue
+                    buf = self._buf
+                    cap = len(buf)
                 buf[self._len] = b
                 self._len += 1
                 self._left -= 1
         return count
+
+    def _grow(self):
+        # the buffer is full: grow it to max_frame + 2, keeping the bytes so far; False
+        # if it has that size already (the frame is oversize)
+        full = self.max_frame + 2
+        n = len(self._buf)
+        if n >= full:
+            return False
+        buf = bytearray(full)
+        buf[0:n] = self._buf
+        self._buf = buf
+        self._mv = memoryview(buf)
+        return True
 
     def _oversize(self):
         self._skip = True

@@ -189,6 +189,33 @@ def test_oversize_discarded_and_bounded():
     assert d.bytes_discarded > 500
 
 
+def test_small_start_grows_once_for_a_bigger_frame():
+    # a board's decoder (byte by byte) that starts small: small frames keep the small
+    # buffer; the first frame over it grows it to max_frame + 2 mid-frame (in a zero's
+    # block and in a run without zeros) and decodes it whole; an oversize one is still
+    # dropped; the bytes are a full-size decoder's
+    small = [b"ab\x00c", b"\x01" * 16]
+    big = [bytes(range(200)) + b"\x00\x00" + b"\x07" * 97, b"\x05" * 298, b"\x00" * 298]
+    stream = b"".join(framing.encode(p) for p in small)
+    d = framing.FrameDecoder(max_frame=300, bytewise=True, start=16)
+    assert len(d._buf) == 18
+    assert d.feed(stream) == small and len(d._buf) == 18
+    for p in big:
+        d2 = framing.FrameDecoder(max_frame=300, bytewise=True, start=16)
+        f = framing.encode(p)
+        # fed in small reads, as from a UART: the growth happens between two reads too
+        got = []
+        for i in range(0, len(f), 7):
+            got += d2.feed(f[i : i + 7])
+        assert got == [p] and len(d2._buf) == 302
+    stream += framing.encode(big[0]) + framing.encode(b"\x09" * 301) + framing.encode(b"end")
+    got = d.feed(stream)
+    assert got == small + [big[0], b"end"] and len(d._buf) == 302
+    assert d.frames_oversize == 1
+    full = framing.FrameDecoder(max_frame=300, bytewise=True)
+    assert full.feed(stream) == got
+
+
 def test_noise_never_raises():
     # 3000 bytes of noise fed as a serial line delivers them: in reads of a reused buffer
     d = framing.FrameDecoder(max_frame=32)

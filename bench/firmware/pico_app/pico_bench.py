@@ -14,15 +14,19 @@ def live():
     return gc.mem_alloc()
 
 
-async def settled():
+async def settled(node):
     # live heap once the board is quiet (the last message acked, no keepalive or bridge
-    # retry in flight): two readings 200 ms apart that agree. What the node keeps, not what
-    # it holds while handling a message (the "handling" rows)
+    # retry in flight): two readings 200 ms apart that agree, with nothing in flight at
+    # either (on a loaded machine a round trip can outlast 200 ms). What the node keeps,
+    # not what it holds while handling a message (the "handling" rows)
     last = live()
-    for _ in range(20):
+    b = node._batch
+    for _ in range(40):
         await asyncio.sleep_ms(200)
         now = live()
-        if now == last:
+        # in flight: an Interest awaiting its Data (a fetch, a keepalive registration) or
+        # a publish awaiting its ack
+        if now == last and not (node._pending or node._soft or (b is not None and b._state)):
             break
         last = now
     return last
@@ -56,6 +60,7 @@ async def main(node):
     print("BENCH pub.rtt_us_avg %d" % (rtt_us // N))
     print("BENCH pub.rtt_us_max %d" % rtt_max_us)
     print("BENCH heap.after_pub %d" % live())
+    print("BENCH heap.after_pub_settled %d" % await settled(node))
     # the host sends N messages, at most 10 beyond what the board last reported having
     got = 0
     await node.publish(base + "ready", b"0")
@@ -65,19 +70,23 @@ async def main(node):
         if got % 10 == 0:
             if got == N // 2:
                 print("BENCH heap.recv_half_busy %d" % live())
-                print("BENCH heap.recv_half %d" % await settled())
+                print("BENCH heap.recv_half %d" % await settled(node))
             if got < N:
                 await node.publish(base + "ready", b"%d" % got)
     # measured as at the half: before the host hears of the last ten, so that it sends no
     # more. Announced first, the next window's messages came in while settling and waited
     # in the queue the app no longer reads (up to 10 Messages, ~1.2 kB: not growth)
     print("BENCH heap.after_recv_busy %d" % live())
-    print("BENCH heap.after_recv %d" % await settled())
+    print("BENCH heap.after_recv %d" % await settled(node))
     print("BENCH recv.queued %d" % sub.pending())
     print("BENCH recv.pending %d" % len(node._pending))
     await asyncio.sleep(5)  # past a keepalive: what stays, not what a round trip holds
-    print("BENCH heap.after_recv_late %d" % await settled())
+    print("BENCH heap.after_recv_late %d" % await settled(node))
     s = node.stats()
+    # the node's packet buffers start small and grow at the first bigger packet: whether
+    # this run's packets made them grow (the heap rows above hold them either way)
+    print("BENCH buf.tx %d" % len(node._tx))
+    print("BENCH buf.rx_frame %d" % len(node._dec._buf))
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
     print("BENCH node.nacks %d" % s["nacks"])
