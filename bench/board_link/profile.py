@@ -39,6 +39,17 @@ def top(raw: str, n: int) -> tuple[int, list[tuple[str, int]], list[tuple[str, i
     return total, own.most_common(n), incl.most_common(n)
 
 
+def report(raw: str, n: int, where: str) -> None:
+    """Print py-spy's collapsed stacks as the n functions with the most samples, by own
+    time and with callees."""
+    total, own, incl = top(raw, n)
+    print("bridge (py-spy, %d samples %s):" % (total, where))
+    for title, rows in (("own time", own), ("with callees", incl)):
+        print("  %s:" % title)
+        for f, k in rows:
+            print("    %5.1f %%  %s" % (100 * k / max(1, total), f))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -75,14 +86,7 @@ def main() -> int:
     print("board (ticks_us around each step; us per acked message, calls per message):")
     for k, us, calls in re.findall(r"^PROF (\S+) (\d+) (\d+)$", logs[0] if logs else "", re.M):
         print("  %-28s %8.1f us %6.2f calls" % (k, int(us) / msgs, int(calls) / msgs))
-    total, own, incl = top(raw, args.top)
-    print("bridge (py-spy, %d samples over the whole run incl. start-up):" % total)
-    print("  own time:")
-    for f, k in own:
-        print("    %5.1f %%  %s" % (100 * k / max(1, total), f))
-    print("  with callees:")
-    for f, k in incl:
-        print("    %5.1f %%  %s" % (100 * k / max(1, total), f))
+    report(raw, args.top, "over the whole run incl. start-up")
     return 0
 
 

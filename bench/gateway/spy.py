@@ -56,14 +56,7 @@ def main() -> int:
           "bridge %.1f us CPU/msg, boards %.1f us/msg"
           % (args.boards, r["rate"], r["p50"], r["p99"], r["lost"], r["server_us_per_msg"],
              r["boards_us_per_msg"]))
-    total, own, incl = _board_link_profile().top(raw, args.top)  # type: ignore[attr-defined]
-    print("bridge (py-spy, %d samples in the phase):" % total)
-    print("  own time:")
-    for f, k in own:
-        print("    %5.1f %%  %s" % (100 * k / max(1, total), f))
-    print("  with callees:")
-    for f, k in incl:
-        print("    %5.1f %%  %s" % (100 * k / max(1, total), f))
+    _board_link_profile().report(raw, args.top, "in the phase")  # type: ignore[attr-defined]
     return 0
 
 

@@ -4,26 +4,13 @@ of the face's data_received before)."""
 
 from __future__ import annotations
 
+from hub_face import StubFace
+
 from pubmote.core.hub import Hub
-
-
-class _Face:
-    face_id = 1
-    label = "test"
-    kind = "tcp"
-    up = True
-    board = None
-    tracer = None
-
-    def send_packet(self, pkt: bytes) -> None:
-        pass
-
-    def bad_frames(self) -> int:
-        return 0
 
 
 def test_empty_packet_is_a_bad_packet() -> None:
     hub = Hub()
-    hub.on_packet(_Face(), b"")
-    hub.on_packet(_Face(), b"\xff")  # not an NDN packet type either
+    hub.on_packet(StubFace(kind="tcp"), b"")
+    hub.on_packet(StubFace(kind="tcp"), b"\xff")  # not an NDN packet type either
     assert hub.counters["bad_packets"] == 2

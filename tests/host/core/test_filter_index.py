@@ -3,6 +3,7 @@ subscribers' order, each subscriber once (filter_index.py)."""
 
 from __future__ import annotations
 
+from hub_face import StubFace
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -10,23 +11,8 @@ from pubmote.core.filter_index import FilterIndex
 from pubmote.core.registry import BoardState
 
 
-class _Face:
-    face_id = 1
-    label = "test"
-    kind = "test"
-    up = True
-    board = None
-    tracer = None
-
-    def send_packet(self, pkt: bytes) -> None:
-        pass
-
-    def bad_frames(self) -> int:
-        return 0
-
-
 def _subscriber(name: str, filters: list[bytes]) -> BoardState:
-    b = BoardState(name, b"", _Face(), 4)
+    b = BoardState(name, b"", StubFace(), 4)
     b.set_filters(filters)
     return b
 

@@ -4,6 +4,7 @@ corrupted and oversize ones, garbage), gives the FrameDecoder's payloads and cou
 
 from __future__ import annotations
 
+from frame_streams import PIECES, chunked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,30 +12,10 @@ from pubmote.faces import fastframe
 from pubmote_wire import framing
 
 PIECE = st.one_of(
-    st.binary(max_size=300).map(framing.encode),  # good frames, some over max_frame
-    st.binary(max_size=300).map(lambda b: framing.encode(b)[:-1][: len(b) // 2 + 2]),  # cut
-    st.binary(max_size=60),  # garbage, zeros included
-    st.tuples(st.binary(min_size=1, max_size=100), st.integers(0, 400), st.integers(1, 255))
-      .map(lambda t: _flip(framing.encode(t[0]), t[1], t[2])),  # a corrupted byte
+    *PIECES,
     st.just(b"\x00\x00\x00"),  # empty frames
     st.just(framing.encode(b"")),  # a frame of an empty payload (CRC only)
 )
-
-
-def _flip(frame: bytes, at: int, x: int) -> bytes:
-    b = bytearray(frame)
-    i = 1 + at % max(1, len(b) - 2)
-    b[i] ^= x
-    return bytes(b)
-
-
-def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(stream) + 1) for c in cuts})
-    out, prev = [], 0
-    for p in points + [len(stream)]:
-        out.append(stream[prev:p])
-        prev = p
-    return out
 
 
 def _counts(d: framing.FrameDecoder | fastframe.Deframer) -> tuple[int, int, int, int]:
@@ -49,7 +30,7 @@ def test_deframer_is_the_codec(pieces: list[bytes], cuts: list[int], max_frame: 
     fast = fastframe.Deframer(max_frame)
     want: list[bytes] = []
     got: list[bytes] = []
-    for c in _chunked(b"".join(pieces), cuts):
+    for c in chunked(b"".join(pieces), cuts):
         want += codec.feed(c)
         got += fast.feed(c)
     assert got == want

@@ -4,6 +4,7 @@ corrupted ones, oversize ones, garbage), both give the same payloads and the sam
 
 from __future__ import annotations
 
+from frame_streams import PIECES, chunked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,29 +18,7 @@ def _run(dec: framing.FrameDecoder, chunks: list[bytes]) -> tuple[list[bytes], d
     return out, dec.stats()
 
 
-def _chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
-    points = sorted({c % (len(stream) + 1) for c in cuts})
-    out, prev = [], 0
-    for p in points + [len(stream)]:
-        out.append(stream[prev:p])
-        prev = p
-    return out
-
-
-PIECE = st.one_of(
-    st.binary(max_size=300).map(framing.encode),  # good frames, some over max_frame
-    st.binary(max_size=300).map(lambda b: framing.encode(b)[:-1][: len(b) // 2 + 2]),  # cut
-    st.binary(max_size=60),  # garbage, zeros included
-    st.tuples(st.binary(min_size=1, max_size=100), st.integers(0, 400), st.integers(1, 255))
-      .map(lambda t: _flip(framing.encode(t[0]), t[1], t[2])),  # a corrupted byte
-)
-
-
-def _flip(frame: bytes, at: int, x: int) -> bytes:
-    b = bytearray(frame)
-    i = 1 + at % max(1, len(b) - 2)
-    b[i] ^= x
-    return bytes(b)
+PIECE = st.one_of(*PIECES)
 
 
 @settings(max_examples=400, deadline=None)
@@ -47,7 +26,7 @@ def _flip(frame: bytes, at: int, x: int) -> bytes:
        st.sampled_from([16, 64, 200, 1024]))
 def test_blockwise_and_bytewise_decoders_agree(pieces: list[bytes], cuts: list[int],
                                                max_frame: int) -> None:
-    chunks = _chunked(b"".join(pieces), cuts)
+    chunks = chunked(b"".join(pieces), cuts)
     fast = framing.FrameDecoder(max_frame)
     slow = framing.FrameDecoder(max_frame, bytewise=True)
     assert fast._blockwise and not slow._blockwise  # CPython: the two paths really differ
