@@ -51,9 +51,13 @@ class Batcher:
         self._tname = None
         # the seq whose publisher writes the buffer (it opened it), -1 while it is empty
         self._writer = -1
-        self._state = {}  # seq -> acked yet?
+        # seq -> True once acked, else the Event its publisher waits on: the one of the
+        # buffer its record went into, so an ACKS frame wakes only the publishers it
+        # answers (a shared event woke the whole window at every frame: ~4 wake-ups per
+        # message with a 32-message window in 252-byte batches)
+        self._state = {}
         self._bytes = 0
-        self._gen = asyncio.Event()  # set, and replaced, at every ack frame and tick
+        self._ev = None  # the open buffer's Event (made by the record that opens it)
         self._room = asyncio.Event()  # a full buffer has been framed
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
@@ -76,7 +80,7 @@ class Batcher:
             return False
         seq = self._seq
         self._seq = (seq + 1) & batch.SEQ_MASK
-        st[seq] = False
+        st[seq] = None  # not in a buffer yet
         self._bytes += size
         node.counters["published"] += 1
         try:
@@ -90,9 +94,13 @@ class Batcher:
                     self._ticking = True
                     asyncio.create_task(self._ticker())
                 t0 = ticks_ms()
-                while not st[seq] and node._up and ticks_diff(ticks_ms(), t0) < node.timeout_ms:
-                    await self._gen.wait()
-                if st[seq]:
+                while True:
+                    ev = st[seq]
+                    if (ev is True or not node._up
+                            or ticks_diff(ticks_ms(), t0) >= node.timeout_ms):
+                        break
+                    await ev.wait()  # set only with st[seq] acked or replaced (_wake)
+                if st[seq] is True:
                     node.counters["acked"] += 1
                     return True
                 if not node._up:
@@ -116,6 +124,10 @@ class Batcher:
         self._last = tname
         if self._writer < 0:
             self._writer = seq
+        ev = self._ev
+        if ev is None:
+            ev = self._ev = asyncio.Event()
+        self._state[seq] = ev
         return True
 
     async def _write(self, seq):
@@ -140,6 +152,7 @@ class Batcher:
         self._n = batch.HEADER
         self._last = None
         self._writer = -1
+        self._ev = None  # the next buffer's records wait on an Event of their own
         self._room.set()
         return k
 
@@ -155,18 +168,38 @@ class Batcher:
 
     def on_acks(self, pkt):
         """An ACKS frame from the bridge: mark its seqs acked and wake their publishers
-        (pkt None: only wake them, to look at their timeouts)."""
+        (pkt None: wake every waiting publisher, to look at its timeout)."""
+        st = self._state
         if pkt is not None:
             k = batch.ack_runs(pkt)
             if batch.epoch_of(pkt) != self.epoch:
                 return
-            st = self._state
+            woke = False
             for i in range(k):
                 first, count = batch.ack_run(pkt, i)
                 end = first + count
                 for s in st:  # at most a window's seqs, however long the run
-                    if first <= s < end:
+                    ev = st[s]
+                    if ev is not True and first <= s < end:
                         st[s] = True
-        ev = self._gen
-        self._gen = asyncio.Event()
-        ev.set()
+                        if ev is not None:
+                            ev.set()
+                            woke = True
+            if not woke:
+                return
+        else:
+            for s in st:
+                ev = st[s]
+                if ev is not True and ev is not None:
+                    ev.set()
+        # a publisher whose Event was set but whose seq is not acked (the tick, or a frame
+        # that acked part of a buffer) waits again on a new one: a set Event never blocks
+        ev = None
+        for s in st:
+            old = st[s]
+            if old is not True and old is not None and old.is_set():
+                if ev is None:
+                    ev = asyncio.Event()
+                st[s] = ev
+        if self._ev is not None and self._ev.is_set():
+            self._ev = ev if ev is not None else asyncio.Event()
