@@ -85,7 +85,7 @@ class Batcher:
         node.counters["published"] += 1
         try:
             for _ in range(cfg.get("retries", 3) + 1):
-                while not self._put(seq, tname, payload):
+                while not self._put(seq, tname, payload, size):
                     self._room.clear()  # full: its writer frames it soon
                     await self._room.wait()
                 if self._writer == seq:
@@ -99,7 +99,7 @@ class Batcher:
                     if (ev is True or not node._up
                             or ticks_diff(ticks_ms(), t0) >= node.timeout_ms):
                         break
-                    await ev.wait()  # set only with st[seq] acked or replaced (_wake)
+                    await ev.wait()  # set only once st[seq] is acked or replaced (on_acks)
                 if st[seq] is True:
                     node.counters["acked"] += 1
                     return True
@@ -113,14 +113,27 @@ class Batcher:
                 st.clear()  # a dict keeps its grown table when emptied: the last one frees it
             self._bytes -= size
 
-    def _put(self, seq, tname, payload):
+    def _put(self, seq, tname, payload, size):
         # add the record to the buffer if it has room (no coroutine: the common case); the
-        # record that opens the buffer makes its publisher the writer
+        # record that opens the buffer makes its publisher the writer. The record is
+        # batch.add_record's, written here: publish has checked what add_record would
+        # (topic 1..255 bytes, the record fits a batch), and this runs once per message
         n = self._n
         same = tname is self._last
-        if n + batch.record_size(tname, payload, same) > _CAP:
+        tn = 0 if same else len(tname)
+        end = n + size - len(tname) + tn
+        if end > _CAP:
             return False
-        self._n = batch.add_record(self._buf, n, seq, tname, payload, same)
+        buf = self._buf
+        pack_into = batch.pack_into  # batch's import of it: no global of our own
+        pack_into(">IB", buf, n, seq, tn)
+        n += 5
+        if tn:
+            buf[n : n + tn] = tname
+            n += tn
+        pack_into(">H", buf, n, len(payload))
+        buf[n + 2 : end] = payload
+        self._n = end
         self._last = tname
         if self._writer < 0:
             self._writer = seq
