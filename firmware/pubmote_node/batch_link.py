@@ -183,11 +183,12 @@ class Batcher:
         """An ACKS frame from the bridge: mark its seqs acked and wake their publishers
         (pkt None: wake every waiting publisher, to look at its timeout)."""
         st = self._state
+        woke = False  # the Event set, when only one was (a frame acking one buffer)
+        many = pkt is None
         if pkt is not None:
             k = batch.ack_runs(pkt)
             if batch.epoch_of(pkt) != self.epoch:
                 return
-            woke = False
             for i in range(k):
                 first, count = batch.ack_run(pkt, i)
                 end = first + count
@@ -195,10 +196,13 @@ class Batcher:
                     ev = st[s]
                     if ev is not True and first <= s < end:
                         st[s] = True
-                        if ev is not None:
+                        if ev is not None and ev is not woke:
                             ev.set()
-                            woke = True
-            if not woke:
+                            if woke is False:
+                                woke = ev
+                            else:
+                                many = True
+            if woke is False:
                 return
         else:
             for s in st:
@@ -210,7 +214,7 @@ class Batcher:
         ev = None
         for s in st:
             old = st[s]
-            if old is not True and old is not None and old.is_set():
+            if old is woke or (many and old is not True and old is not None and old.is_set()):
                 if ev is None:
                     ev = asyncio.Event()
                 st[s] = ev
