@@ -1,7 +1,7 @@
 # The board's end of link batches (docs/protocols/link-batch.md), loaded only once a bridge
 # accepts them at registration: publishes gather into one BATCH frame and one ACKS frame
 # wakes every publisher it answers. Per message this costs a record copied into a buffer
-# and one task wake-up: no NDN packet, digest, Event or timer.
+# and one task wake-up: no NDN packet, digest or timer, and one Event per buffer of records.
 #
 # Heap (the emulated Pico's bench): one record buffer, framed into the node's own frame
 # buffer once the link is free, so the records buffer is free again before the write; no
@@ -51,8 +51,8 @@ class Batcher:
         self._tname = None
         # the seq whose publisher writes the buffer (it opened it), -1 while it is empty
         self._writer = -1
-        # seq -> True once acked, else the Event its publisher waits on: the one of the
-        # buffer its record went into, so an ACKS frame wakes only the publishers it
+        # seq -> True once acked, else the Event its publisher waits on (None until its
+        # record is in a buffer): the one of the buffer its record went into, so an ACKS frame wakes only the publishers it
         # answers (a shared event woke the whole window at every frame: ~4 wake-ups per
         # message with a 32-message window in 252-byte batches)
         self._state = {}
