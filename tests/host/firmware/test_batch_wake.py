@@ -1,0 +1,98 @@
+"""The board's link-batch publishers (CPython runs the firmware's batch_link.py behind a
+stand-in node): an ACKS frame wakes the publishers it acks, one that acks part of a buffer
+leaves the rest waiting (not spinning) until their own acks, and a publisher whose ack never
+comes times out, sends its record again and is acked by the retry."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pubmote_node.batch_link import Batcher
+from pubmote_wire import batch, framing
+
+TOPIC = "/t/b1/data"
+
+
+class _Node:
+    """What a Batcher uses of a Node; each frame's records' seqs land in `sent`."""
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {"retries": 2}
+        self.counters = {"soft_full": 0, "published": 0, "acked": 0, "publish_failed": 0}
+        self._up = True
+        self.timeout_ms = 300
+        self._frame = bytearray(258)
+        self.sent: list[list[int]] = []
+        self.frames = 0
+
+    async def _send(self, pkt: object, framer: Any) -> None:
+        n = framer(self._frame)
+        if n:
+            self.frames += 1
+            payload = framing.FrameDecoder(300).feed(bytes(self._frame[:n]))[0]
+            self.sent.append([r[0] for r in batch.decode_batch(payload)[1]])
+
+
+def _acks(b: Batcher, seqs: list[int]) -> bytes:
+    buf = bytearray(64)
+    k = batch.begin(buf, batch.ACKS, b.epoch)
+    return bytes(buf[: batch.add_acks(buf, k, seqs)])
+
+
+async def _until(cond: Any, timeout_s: float = 10.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not cond():
+            await asyncio.sleep(0.005)
+
+
+def test_partial_acks_wake_only_the_acked() -> None:
+    async def main() -> None:
+        node = _Node()
+        b = Batcher(node)
+        node.timeout_ms = 5000  # no retry in this test
+        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(4)]
+        await _until(lambda: node.sent)
+        assert node.sent == [[0, 1, 2, 3]]  # one buffer, one frame
+        b.on_acks(_acks(b, [0, 2]))  # part of the buffer
+        await _until(lambda: tasks[0].done() and tasks[2].done())
+        assert tasks[0].result() is True and tasks[2].result() is True
+        assert not tasks[1].done() and not tasks[3].done()
+        # the others wait on an Event not yet set (a set one would let them spin)
+        assert not b._state[1].is_set() and b._state[3] is b._state[1]
+        await asyncio.sleep(0.05)
+        assert not tasks[1].done() and not tasks[3].done() and node.counters["acked"] == 2
+        b.on_acks(_acks(b, [1, 3]))
+        assert await asyncio.gather(tasks[1], tasks[3]) == [True, True]
+        assert node.counters["acked"] == 4 and not b._state
+        assert node.frames == 1
+
+    asyncio.run(main())
+
+
+def test_unacked_record_is_sent_again_and_acked() -> None:
+    async def main() -> None:
+        node = _Node()
+        b = Batcher(node)
+        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(2)]
+        await _until(lambda: node.sent)
+        b.on_acks(_acks(b, [0]))  # seq 1's ack is lost
+        assert await tasks[0] is True
+        await _until(lambda: len(node.sent) == 2)  # the ticker timed it out: sent again
+        assert node.sent[1] == [1]
+        b.on_acks(_acks(b, [1]))
+        assert await tasks[1] is True
+        assert node.counters["publish_failed"] == 0 and node.counters["acked"] == 2
+
+    asyncio.run(main())
+
+
+def test_no_ack_ever_fails_after_the_retries() -> None:
+    async def main() -> None:
+        node = _Node()
+        b = Batcher(node)
+        assert await b.publish(TOPIC, b"lost") is False
+        assert node.sent == [[0], [0], [0]]  # first send and two retries
+        assert node.counters["publish_failed"] == 1 and not b._state
+
+    asyncio.run(main())
