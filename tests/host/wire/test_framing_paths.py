@@ -5,7 +5,7 @@ corrupted ones, oversize ones, garbage), both give the same payloads and the sam
 from __future__ import annotations
 
 from frame_streams import PIECES, chunked
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pubmote_wire import framing
@@ -66,6 +66,7 @@ RUNS = st.lists(st.one_of(st.just(b"\x00"), st.binary(max_size=40),
 
 @settings(max_examples=400, deadline=None)
 @given(RUNS, st.integers(framing.FRAME_PART_MIN, 1100))
+@example(b"\x7f" * 2049, 258)  # found in CI: over the 2,048 this test's decoder had
 def test_frame_parts_join_to_encode_frame(payload: bytes, size: int) -> None:
     """What a board sends through its one-block buffer is exactly encode_frame's frame."""
     buf = bytearray(size)
@@ -75,4 +76,10 @@ def test_frame_parts_join_to_encode_frame(payload: bytes, size: int) -> None:
         n, pos = framing.encode_frame_part(buf, payload, crc, pos)
         out += bytes(buf[:n])
     assert out == framing.encode(payload)
-    assert framing.FrameDecoder(2048).feed(out) == [payload]
+    # RUNS reaches 2,080 bytes: a decoder takes a payload of exactly its max_frame, and
+    # counts one byte more as oversize, on both paths
+    for bytewise in (False, True):
+        assert framing.FrameDecoder(len(payload), bytewise).feed(out) == [payload]
+        if payload:
+            small = framing.FrameDecoder(len(payload) - 1, bytewise)
+            assert small.feed(out) == [] and small.frames_oversize == 1
