@@ -193,22 +193,16 @@ class HubBase:
                 if b.filter.matches(line):
                     self._enqueue(b, msg)
             return
+        # every subscriber's filters, indexed; rebuilt when a subscriber or filter has
+        # changed since (boards are never removed, app subscriptions are)
         index = self._index
-        if index is None or self._index_key != (BoardState.generation, len(self.boards),
-                                                len(self.app_subs)):
-            index = self._filter_index()
+        key = (BoardState.generation, len(self.boards), len(self.app_subs))
+        if index is None or key != self._index_key:
+            index = self._index = FilterIndex(itertools.chain(self.boards.values(),
+                                                              self.app_subs.values()))
+            self._index_key = key
         for b in index.match(line):
             self._enqueue(b, msg)
-
-    def _filter_index(self) -> FilterIndex:
-        """Every subscriber's filters, indexed; rebuilt when a subscriber or filter has
-        changed since (boards are never removed, app subscriptions are)."""
-        key = (BoardState.generation, len(self.boards), len(self.app_subs))
-        if self._index is None or key != self._index_key:
-            self._index = FilterIndex(itertools.chain(self.boards.values(),
-                                                      self.app_subs.values()))
-            self._index_key = key
-        return self._index
 
     def deliver(self, board: str, msg: Message) -> bool:
         """Queue msg for one board (as any relayed message: a full queue drops its oldest,
