@@ -39,6 +39,14 @@ def top(raw: str, n: int) -> tuple[int, list[tuple[str, int]], list[tuple[str, i
     return total, own.most_common(n), incl.most_common(n)
 
 
+def py_spy() -> str:
+    """The py-spy beside this Python (the venv's), else on PATH; exits if there is none."""
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+    if spy is None:
+        sys.exit("py-spy not found: make setup installs it (a dev dependency)")
+    return spy
+
+
 def report(raw: str, n: int, where: str) -> None:
     """Print py-spy's collapsed stacks as the n functions with the most samples, by own
     time and with callees."""
@@ -61,9 +69,7 @@ def main() -> int:
     ap.add_argument("--notify", action="store_true",
                     help="NDN notifies per message (link batches off), as before issue 17")
     args = ap.parse_args()
-    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None:
-        sys.exit("py-spy not found: pip install py-spy")
+    spy = py_spy()
     with tempfile.TemporaryDirectory(prefix="pubmote-prof-") as tmp:
         out = Path(tmp) / "bridge.txt"
         logs: list[str] = []

@@ -96,34 +96,28 @@ def mqtt_subscriber(port: int) -> Callable[[], int]:
         buf += s.recv(5 - len(buf))
     assert buf[0] == 0x90  # SUBACK
     del buf[:]
-    s.settimeout(0.2)
+    return _counter(s, buf, _mqtt_publishes)
 
-    def recv() -> int:
-        try:
-            chunk = s.recv(1 << 16)
-        except TimeoutError:
-            return 0
-        buf.extend(chunk)
-        n = p = 0
-        while True:  # whole packets: fixed header, remaining length, body
-            q, length, shift = p + 1, 0, 0
-            while q < len(buf):
-                b = buf[q]
-                q += 1
-                length |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
-            else:
-                break
-            if q + length > len(buf):
-                break
-            n += buf[p] & 0xF0 == 0x30
-            p = q + length
-        del buf[:p]
-        return n
 
-    return recv
+def _mqtt_publishes(buf: bytearray) -> tuple[int, int]:
+    """The PUBLISHes among buf's whole MQTT packets, and the bytes those packets take."""
+    n = p = 0
+    while True:  # whole packets: fixed header, remaining length, body
+        q, length, shift = p + 1, 0, 0
+        while q < len(buf):
+            b = buf[q]
+            q += 1
+            length |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        else:
+            break
+        if q + length > len(buf):
+            break
+        n += buf[p] & 0xF0 == 0x30
+        p = q + length
+    return n, p
 
 
 def sp_subscriber(url: str) -> Callable[[], int]:
@@ -138,7 +132,25 @@ def sp_subscriber(url: str) -> Callable[[], int]:
     while len(head) < 8:
         head += s.recv(8 - len(head))
     sp.check_header(head, sp.PUB)
-    buf = bytearray()
+    return _counter(s, bytearray(), _sp_bench_messages)
+
+
+def _sp_bench_messages(buf: bytearray) -> tuple[int, int]:
+    """The /bench/ messages among buf's whole SP messages, and the bytes those take."""
+    n = p = 0
+    while p + 8 <= len(buf):  # whole messages: u64 length, body
+        length = int.from_bytes(buf[p:p + 8], "big")
+        if p + 8 + length > len(buf):
+            break
+        n += buf.startswith(b"/bench/", p + 8)  # the SUB's filter, as nanomsg's
+        p += 8 + length
+    return n, p
+
+
+def _counter(s: socket.socket, buf: bytearray,
+             whole: Callable[[bytearray], tuple[int, int]]) -> Callable[[], int]:
+    """A subscriber's recv function: what the socket has within 0.2 s added to buf, the
+    wanted messages among its whole ones counted (`whole`) and those bytes dropped."""
     s.settimeout(0.2)
 
     def recv() -> int:
@@ -147,13 +159,7 @@ def sp_subscriber(url: str) -> Callable[[], int]:
         except TimeoutError:
             return 0
         buf.extend(chunk)
-        n = p = 0
-        while p + 8 <= len(buf):  # whole messages: u64 length, body
-            length = int.from_bytes(buf[p:p + 8], "big")
-            if p + 8 + length > len(buf):
-                break
-            n += buf.startswith(b"/bench/", p + 8)  # the SUB's filter, as nanomsg's
-            p += 8 + length
+        n, p = whole(buf)
         del buf[:p]
         return n
 

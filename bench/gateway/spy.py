@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -41,9 +41,8 @@ def main() -> int:
     ap.add_argument("--native", action="store_true",
                     help="C frames too (where a syscall's time goes inside the kernel call)")
     args = ap.parse_args()
-    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
-    if spy is None:
-        sys.exit("py-spy not found: make setup installs it")
+    prof: Any = _board_link_profile()
+    spy = prof.py_spy()
     with tempfile.TemporaryDirectory(prefix="pubmote-gwprof-") as tmp:
         out = Path(tmp) / "bridge.txt"
         # --native pauses the bridge at each sample (py-spy cannot unwind C frames without)
@@ -56,7 +55,7 @@ def main() -> int:
           "bridge %.1f us CPU/msg, boards %.1f us/msg"
           % (args.boards, r["rate"], r["p50"], r["p99"], r["lost"], r["server_us_per_msg"],
              r["boards_us_per_msg"]))
-    _board_link_profile().report(raw, args.top, "in the phase")  # type: ignore[attr-defined]
+    prof.report(raw, args.top, "in the phase")
     return 0
 
 
