@@ -5,6 +5,7 @@ reads them (columns.py), so no Python UDF runs on an executor."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -52,12 +53,18 @@ def java_executable() -> str | None:
     return shutil.which("java")
 
 
-def java_major(exe: str) -> int | None:
+@functools.lru_cache(maxsize=8)
+def java_version_text(exe: str) -> str:
+    """What `exe -version` says ("" when it cannot run): asked once per process."""
     try:
         out = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+        return ""
+    return out.stderr + out.stdout
+
+
+def java_major(exe: str) -> int | None:
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', java_version_text(exe))
     if m is None:
         return None
     major = int(m.group(1))
@@ -79,12 +86,17 @@ def require_java() -> str:
 
 
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
-                  app_name: str = "pubmote-pipeline", verbose: bool = False) -> SparkSession:
+                  app_name: str = "pubmote-pipeline", verbose: bool = False,
+                  save_classes: bool = False) -> SparkSession:
     """A SparkSession for the pipeline. Defaults (each overridden by `conf`): UTC session
     time zone (windows in UTC whatever the gateway's zone), no web UI, and for local
     masters a few shuffle partitions and the loopback address instead of Spark's 200
-    partitions and its guess of a LAN address."""
-    require_java()
+    partitions and its guess of a LAN address. The driver's JVM maps the class archive
+    (jvm_archive.py) when there is one; with `save_classes` and none yet, it writes one as
+    it exits (jvm_archive.finish() after spark.stop())."""
+    from . import jvm_archive
+
+    java = require_java()
     from pyspark.sql import SparkSession
 
     local = master.startswith("local")
@@ -134,8 +146,9 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         tmp = props.with_name("%s.%d" % (props.name, os.getpid()))
         tmp.write_text(LOG4J2.format(level=level))
         os.replace(tmp, props)  # atomic: a job starting beside us never reads half a file
-        settings["spark.driver.extraJavaOptions"] = (
-            java_opts + "-Dlog4j2.configurationFile=file:%s" % props)
+        settings["spark.driver.extraJavaOptions"] = " ".join(filter(None, (
+            java_opts + "-Dlog4j2.configurationFile=file:%s" % props,
+            jvm_archive.java_options(java, save=save_classes))))
     settings.update(conf)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
