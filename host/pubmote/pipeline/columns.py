@@ -41,6 +41,9 @@ _READ = pa.schema([
 # What a columns file holds: the record's fields the tables use, payload decoded.
 COLUMNS = pa.schema([f for f in _READ if f.name != "payload"] + [("reading", pa.float64())])
 UNUSABLE_KEY = "pubmote.unusable_rows"
+# pyarrow's JSON reader parses a file in threads; a compaction child (backlog.py) runs with
+# PUBMOTE_COLUMNS_THREADS=0: the children are the parallelism, one per core
+_READ_OPTIONS = pj.ReadOptions(use_threads=os.environ.get("PUBMOTE_COLUMNS_THREADS") != "0")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "t_bridge": (int, float), "latency_ms": (int, float), "reconnect": (bool,),
     "topic": (str,), "origin": (str,), "egress": (str,), "outcome": (str,), "payload": (str,)}
@@ -76,7 +79,7 @@ def read_journal_file(path: Path, reading_key: str | None = None) -> pa.Table:
     # pyarrow's reader parses the whole file in C++ threads; it refuses a file with one
     # malformed line, which then takes the forgiving reader
     try:
-        t = pj.read_json(path, parse_options=pj.ParseOptions(
+        t = pj.read_json(path, read_options=_READ_OPTIONS, parse_options=pj.ParseOptions(
             explicit_schema=_READ, unexpected_field_behavior="ignore"))
     except pa.ArrowInvalid:
         t = _read_lines(path)
