@@ -5,7 +5,8 @@ lines (Spark's run compacts them into typed columns, pipeline/columns.py), then 
 typed columns that leaves beside the journal (both engines read those Parquet files). Each engine runs in its own
 process; we report wall time, rows/s and the peak resident memory of its whole process
 tree (for Spark: the Python driver, the JVM and any Python workers), as ratios. Spark's
-figure includes starting its JVM, which a long-running --follow job pays once.
+figure includes starting its JVM, which a long-running --follow job pays once, from the
+class archive that `make setup` or a first batch run saves (pipeline/jvm_archive.py).
 
     python bench/pipeline/run.py [--rows 1000000 10000000]
 """
@@ -204,6 +205,10 @@ def main() -> int:
     print("pipeline bench: synthetic journals (bridge format) of %s rows in %s"
           % (" and ".join(format(r, ",") for r in args.rows), full.parent))
     make_journal(full, max(args.rows))
+    from pubmote.pipeline.jvm_archive import ensure
+
+    # as after `make setup` or a first batch run: Spark's JVM maps its class archive
+    print("Spark's class archive: %s" % (ensure() or "none (PUBMOTE_SPARK_ARCHIVE=off)"))
     print("| rows | MB | engine | wall s | of which startup s | CPU s | rows/s "
           "| peak RSS MB | peak PSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")

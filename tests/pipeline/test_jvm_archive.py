@@ -68,4 +68,5 @@ def test_first_batch_run_saves_it_and_the_next_session_maps_it(tmp_path: Path) -
     assert again.returncode == 0 and "saving" not in again.stderr  # once only
     maps = subprocess.run([sys.executable, "-c", MAPS, str(archive)], env=env,
                           capture_output=True, text=True, timeout=300)
+    archive.unlink()  # 180 MB: not kept with pytest's last runs' folders
     assert maps.stdout.split()[-1:] == ["mapped"], maps.stderr[-2000:]
