@@ -4,7 +4,7 @@ later run instead of loading and verifying some 15,000 classes from Spark's jars
 
 Measured on the bench's 2-core machine (bench/pipeline/PROFILE.md): the SparkSession's
 start 4.4 -> 2.6 s wall, the first query over a journal's columns 2.9 -> 1.6 s. The first
-batch run of `pubmote pipeline` saves the archive when its JVM exits (a few seconds, once);
+batch run of `pubmote pipeline` saves the archive when its JVM exits (about 10 s, once);
 `make setup` makes it ahead (`python -m pubmote.pipeline.jvm_archive`). The JVM checks the
 archive against its own build and class path and ignores one that does not match, so a
 stale archive costs the speed, never a wrong result; its name carries a hash of what it
@@ -30,7 +30,7 @@ ENV = "PUBMOTE_SPARK_ARCHIVE"
 # the JVM's notes on classes it cannot archive (signed jars, old class files) are not
 # the user's business, nor its note when it ignores an archive that no longer matches
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-# seconds the JVM may take to write the archive as it exits (about 3 s measured)
+# seconds the JVM may take to write the archive as it exits (about 10 s measured)
 SAVE_TIMEOUT_S = 120.0
 
 _saving: Path | None = None  # the archive this process's JVM writes as it exits
@@ -101,6 +101,8 @@ def finish(log: Log) -> Path | None:
         code = proc.wait(timeout=SAVE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         log("Spark's JVM took over %.0f s to save its classes; going on without" % SAVE_TIMEOUT_S)
+        proc.kill()  # our own JVM: its half-written archive goes with it
+        proc.wait()
         code = None
     final = tmp.with_name(tmp.name[1:].rsplit(".", 2)[0])  # .NAME.PID.tmp -> NAME
     if code != 0 or not tmp.exists() or tmp.stat().st_size == 0:
@@ -130,7 +132,7 @@ def ensure(log: Log = print) -> Path | None:
         run = subprocess.run(
             [sys.executable, "-m", "pubmote", "pipeline", str(Path(d) / "journal"),
              "--out", str(Path(d) / "tables"), "--report", str(Path(d) / "report")],
-            capture_output=True, text=True)
+            capture_output=True, text=True, timeout=600)
     if run.returncode != 0 or not path.exists():
         log("could not make the archive (pubmote pipeline exit status %d): %s"
             % (run.returncode, (run.stderr.strip().splitlines() or [""])[-1]))
