@@ -19,8 +19,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
+from .errors import PipelineError
 from .paths import JOURNAL_GLOB, make_columns_dir
-from .session import PipelineError
 
 # A journal this large goes to child processes; a smaller one (the tests', a --follow
 # job's new file) stays in the driver: a child costs about 0.5 CPU s to start.

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from .backlog import Backlog
 from .backlog import prepare as prepare_columns
+from .errors import Log, PipelineError
 from .paths import JOURNAL_GLOB
-from .session import Log, PipelineError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .session import Log, java_version_text, require_java
+from .errors import Log
+from .java import java_version_text, require_java
 
 ENV = "PUBMOTE_SPARK_ARCHIVE"
 # the JVM's notes on classes it cannot archive (signed jars, old class files) are not
@@ -142,7 +143,7 @@ def ensure(log: Log = print) -> Path | None:
 
 if __name__ == "__main__":  # make setup: python -m pubmote.pipeline.jvm_archive
     # never fails the set-up: without the archive the pipeline starts slower, that is all
-    from .session import PipelineError
+    from .errors import PipelineError
 
     try:
         ensure(lambda line: print("pipeline: " + line))

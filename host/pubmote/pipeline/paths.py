@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .session import PipelineError
+from .errors import PipelineError
 
 JOURNAL_GLOB = "journal-*.jsonl"
 COLUMNS_GLOB = "journal-*.parquet"

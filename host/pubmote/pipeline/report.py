@@ -12,7 +12,7 @@ import html
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .session import Log
+from .errors import Log
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

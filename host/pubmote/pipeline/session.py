@@ -1,27 +1,25 @@
-"""Starting Spark for the pipeline: the Java check, a SparkSession with sane settings for
-one gateway (local[*]) that any --master and --conf override, quiet logs, and the
+"""Starting Spark for the pipeline (on the Java that java.py finds): a SparkSession with
+sane settings for one gateway (local[*]) that any --master and --conf override, quiet
+logs, Spark's class archive (jvm_archive.py), and the
 executors running no Python: the journal's columns are typed and decoded before Spark
 reads them (columns.py), so no Python UDF runs on an executor."""
 
 from __future__ import annotations
 
-import functools
 import os
-import re
-import shutil
-import subprocess
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import Log, PipelineError
+from .java import require_java
+
+__all__ = ["LOCAL_DRIVER_MEMORY", "Log", "PipelineError", "parse_conf", "require_java",
+           "spark_session"]
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-# Spark 4.x runs on Java 17 or 21 (the pinned pyspark is tested here on OpenJDK 17).
-MIN_JAVA = 17
-JAVA_HINT = ("install Java 17 (Debian/Ubuntu: apt-get install -y openjdk-17-jre-headless) "
-             "or point JAVA_HOME at one")
 
 LOG4J2 = """\
 rootLogger.level = {level}
@@ -35,54 +33,6 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 
 
 LOCAL_DRIVER_MEMORY = "480m"
-
-
-# where batch, stream and report say what they do (print, or a test's list.append)
-Log = Callable[[str], None]
-
-
-class PipelineError(Exception):
-    """A problem the user can fix (missing Java, bad folder, bad option): one clear line."""
-
-
-def java_executable() -> str | None:
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        exe = Path(home) / "bin" / "java"
-        return str(exe) if exe.exists() else None
-    return shutil.which("java")
-
-
-@functools.lru_cache(maxsize=8)
-def java_version_text(exe: str) -> str:
-    """What `exe -version` says ("" when it cannot run): asked once per process."""
-    try:
-        out = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stderr + out.stdout
-
-
-def java_major(exe: str) -> int | None:
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', java_version_text(exe))
-    if m is None:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major  # "1.8.0" is Java 8
-
-
-def require_java() -> str:
-    """The java Spark will use, or PipelineError saying how to get one."""
-    exe = java_executable()
-    if exe is None:
-        where = "JAVA_HOME=%s has no bin/java" % os.environ["JAVA_HOME"] \
-            if os.environ.get("JAVA_HOME") else "no `java` on PATH"
-        raise PipelineError("Spark needs Java %d or newer: %s; %s" % (MIN_JAVA, where, JAVA_HINT))
-    major = java_major(exe)
-    if major is None or major < MIN_JAVA:
-        raise PipelineError("Spark needs Java %d or newer, %s is %s; %s"
-                            % (MIN_JAVA, exe, major or "unknown", JAVA_HINT))
-    return exe
 
 
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, *,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .columns import COLUMNS_GLOB, compact
+from .errors import Log, PipelineError
 from .schema import COLUMNS_SCHEMA
-from .session import Log, PipelineError
 from .transform import TABLES, prepare
 
 if TYPE_CHECKING:
