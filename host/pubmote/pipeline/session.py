@@ -1,8 +1,8 @@
 """Starting Spark for the pipeline (on the Java that java.py finds): a SparkSession with
 sane settings for one gateway (local[*]) that any --master and --conf override, quiet
-logs, Spark's class archive (jvm_archive.py), and the
-executors running no Python: the journal's columns are typed and decoded before Spark
-reads them (columns.py), so no Python UDF runs on an executor."""
+logs, Spark's class archive (jvm_archive.py), and the executors running no Python: the
+journal's columns are typed and decoded before Spark reads them (columns.py), so no
+Python UDF runs on an executor."""
 
 from __future__ import annotations
 
