@@ -3,6 +3,8 @@
 # nanomsg-style prefix filters every pubmote subscription uses.
 # Header: 00 'S' 'P' 00 | protocol u16 BE | 00 00. Message: u64 BE length | body.
 # Described, with example bytes and the filter rule: docs/protocols/filters.md.
+from struct import pack, pack_into
+
 from .compat import const
 from .errors import DecodeError, EncodeError, NeedMore
 from .subfilter import SubFilter  # noqa: F401 - sp.SubFilter, as before the split
@@ -59,16 +61,16 @@ def write_msg(buf, off, body):
     n = len(body)
     if off + _LEN_SIZE + n > len(buf):
         raise EncodeError("buffer too small for SP message")
-    for i in range(_LEN_SIZE):
-        buf[off + i] = (n >> (8 * (_LEN_SIZE - 1 - i))) & 0xFF
+    # the u64 as two u32 halves: one C call, and no long integers on a board
+    pack_into(">II", buf, off, n >> 32, n & 0xFFFFFFFF)
     buf[off + _LEN_SIZE : off + _LEN_SIZE + n] = body
     return _LEN_SIZE + n
 
 
 def encode_msg(body):
-    buf = bytearray(_LEN_SIZE + len(body))
-    write_msg(buf, 0, body)
-    return bytes(buf)
+    """u64 BE length + body, as new bytes (what the bridge sends each SP subscriber)."""
+    n = len(body)
+    return pack(">II", n >> 32, n & 0xFFFFFFFF) + bytes(body)
 
 
 def _read_len(buf, off):

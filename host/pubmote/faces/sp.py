@@ -14,7 +14,6 @@ import asyncio
 import logging
 import os
 import socket
-import struct
 import time
 from typing import Any
 
@@ -30,7 +29,6 @@ log = logging.getLogger("pubmote.sp")
 PER_CLIENT_BUFFER = 1 << 20
 MAX_SNDBUF = 256 * 1024
 FLUSH_S = 2.0  # how long a stopping bridge waits for subscribers to take their buffers
-_U64 = struct.Struct(">Q").pack  # an SP message's length prefix
 
 
 def parse_url(url: str) -> tuple[str, Any]:
@@ -150,7 +148,7 @@ class SpEndpoint:
 
     def relay(self, msg: Message) -> None:
         line = msg.line()
-        frame = _U64(len(line)) + line  # sp.encode_msg's bytes, packed in C
+        frame = sp.encode_msg(line)
         journal = self.hub.journal is not None
         queued = False
         for c in self.conns:
