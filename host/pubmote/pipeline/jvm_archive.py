@@ -34,7 +34,8 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # seconds the JVM may take to write the archive as it exits (about 10 s measured)
 SAVE_TIMEOUT_S = 120.0
 
-_saving: Path | None = None  # the archive this process's JVM writes as it exits
+# (where this process's JVM writes the archive as it exits, where it goes then)
+_saving: tuple[Path, Path] | None = None
 
 
 def supported(java: str) -> bool:
@@ -77,8 +78,9 @@ def java_options(java: str, *, save: bool) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     # a name of our own: two first runs at once each write theirs, and the last one in
     # place wins (the same classes)
-    _saving = path.with_name(".%s.%d.tmp" % (path.name, os.getpid()))
-    return "-XX:ArchiveClassesAtExit=%s %s" % (_saving, QUIET)
+    tmp = path.with_name(".%s.%d.tmp" % (path.name, os.getpid()))
+    _saving = (tmp, path)
+    return "-XX:ArchiveClassesAtExit=%s %s" % (tmp, QUIET)
 
 
 def finish(log: Log) -> Path | None:
@@ -86,9 +88,10 @@ def finish(log: Log) -> Path | None:
     wait for the archive and move it into place; the archive, or None. The JVM ends when
     its stdin closes (pyspark's gateway), so call this last: no Spark afterwards."""
     global _saving
-    tmp, _saving = _saving, None
-    if tmp is None:
+    saving, _saving = _saving, None
+    if saving is None:
         return None
+    tmp, final = saving
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway
@@ -105,7 +108,6 @@ def finish(log: Log) -> Path | None:
         proc.kill()  # our own JVM: its half-written archive goes with it
         proc.wait()
         code = None
-    final = tmp.with_name(tmp.name[1:].rsplit(".", 2)[0])  # .NAME.PID.tmp -> NAME
     if code != 0 or not tmp.exists() or tmp.stat().st_size == 0:
         tmp.unlink(missing_ok=True)
         if code is not None:
