@@ -26,6 +26,9 @@ _RX_START = const(256)
 # directed messages travel as topics /pubmote/to/<address>; the bridge routes them (a
 # const: no module global, which would be heap on a board)
 _TO = const(b"/pubmote/to/")
+# drawn once per start-up and sent with every registration: the bridge tells a restarted
+# board (which lost what it was given, e.g. retained last values) from a re-registering one
+_BOOT = int.from_bytes(urandom(3), "big")
 
 
 class Message:
@@ -368,7 +371,8 @@ class Node:
     async def _register(self):
         batches = self.config.get("batch", True) and not self._key
         params = control.register_params(self.name, name.to_uri(self.prefix), self.filters(),
-                                         [name.to_uri(p) for p, _ in self._served], batches)
+                                         [name.to_uri(p) for p, _ in self._served], batches,
+                                         _BOOT)
         n = self._encode(
             control.encode_register, self.name.encode(), params, -1, self.timeout_ms,
             self._signer if self._key else None, urandom(8) if self._key else None,

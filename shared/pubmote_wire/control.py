@@ -16,11 +16,15 @@ HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"  # /pubmote/ctl/hello
 
 # The registration's ApplicationParameters: a CBOR map (docs/protocols/control.md).
 # filters: byte strings; prefix and serve: text URIs; batch: offer link batches
-# (docs/protocols/link-batch.md; the key is left out when not offered).
-def register_params(board, prefix, filters, serve, batch):
+# (docs/protocols/link-batch.md; the key is left out when not offered); boot: a number the
+# board drew at start-up (below 2^24: a small int on every port), so the bridge tells a
+# restarted board, which lost what it was given, from one re-registering (None: left out).
+def register_params(board, prefix, filters, serve, batch, boot):
     info = {"name": board, "prefix": prefix, "filters": filters, "serve": serve}
     if batch:
         info["batch"] = 1
+    if boot is not None:
+        info["boot"] = boot
     return cbor.dumps(info)
 
 
@@ -36,7 +40,8 @@ def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_non
 
 
 # The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
-# served Names, at most 8, whether batches are offered). DecodeError for anything but the map the page describes.
+# served Names, at most 8, whether batches are offered, boot number or None). DecodeError
+# for anything but the map the page describes.
 def decode_register_params(params):
     from .errors import DecodeError
 
@@ -54,10 +59,13 @@ def decode_register_params(params):
     for f in filters:
         if type(f) is not bytes:
             raise DecodeError("a filter is not a byte string")
+    boot = info.get("boot")
+    if boot is not None and (type(boot) is not int or boot < 0 or boot >= 16777216):
+        raise DecodeError("boot is not a number below 2^24")
     served = []
     for s in serve[:8]:  # a board serves at most 8 prefixes besides its own
         served.append(name.from_uri(s))  # DecodeError for a non-str or a bad URI
-    return board, name.from_uri(prefix), filters, served, bool(info.get("batch"))
+    return board, name.from_uri(prefix), filters, served, bool(info.get("batch")), boot
 
 
 # The registration reply's Content: the bridge's NDN prefix (text URI), its clock, and

@@ -23,7 +23,7 @@ PREFIX = "/pubmote/node/b1"
 
 
 def _register(nonce):
-    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False)
+    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False, None)
     buf = bytearray(256)
     n = control.encode_register(buf, 0, b"b1", params, nonce, 1500, None, None, None)
     return bytes(buf[0:n])
@@ -48,7 +48,7 @@ def test_register_signed_with_the_boards_key():
     from pubmote_wire.hmac256 import HmacSigner
 
     key = b"k" * 32
-    params = control.register_params("b1", PREFIX, [], [], False)
+    params = control.register_params("b1", PREFIX, [], [], False, None)
     buf = bytearray(300)
     n = control.encode_register(buf, 0, b"b1", params, 1, 1500, HmacSigner(key), b"12345678",
                                 1700000000000)
@@ -60,9 +60,10 @@ def test_register_signed_with_the_boards_key():
 
 def test_register_params_round_trip():
     params = control.register_params("b1", PREFIX, [b"/cmd/", b""], ["/b1/data", "/b1/x"],
-                                     False)
-    board, prefix, filters, served, batch = control.decode_register_params(params)
+                                     False, 12345)
+    board, prefix, filters, served, batch, boot = control.decode_register_params(params)
     assert board == "b1" and prefix == name.from_uri(PREFIX) and batch is False
+    assert boot == 12345
     assert filters == [b"/cmd/", b""]
     assert served == [name.from_uri("/b1/data"), name.from_uri("/b1/x")]
     # what the bridge reads from the page's packet
@@ -71,17 +72,17 @@ def test_register_params_round_trip():
 
 
 def test_register_params_optional_lists():
-    board, _, filters, served, batch = control.decode_register_params(
+    board, _, filters, served, batch, boot = control.decode_register_params(
         cbor.dumps({"name": "b2", "prefix": "/p"}))
-    assert (board, filters, served, batch) == ("b2", [], [], False)
+    assert (board, filters, served, batch, boot) == ("b2", [], [], False, None)
 
 
 def test_batch_offer_and_acceptance():
     # link batches (docs/protocols/link-batch.md): the key is there only when offered
-    offer = control.register_params("b1", PREFIX, [], [], True)
+    offer = control.register_params("b1", PREFIX, [], [], True, None)
     assert cbor.loads(offer)["batch"] == 1
     assert control.decode_register_params(offer)[4] is True
-    assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False))
+    assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False, None))
     taken = control.reply_content("/g", 5, True)
     assert control.decode_reply(taken) == ("/g", 5, True)
     assert "batch" not in cbor.loads(control.reply_content("/g", 5, False))
@@ -89,7 +90,8 @@ def test_batch_offer_and_acceptance():
 
 def test_register_serves_at_most_eight():
     many = ["/s/%d" % k for k in range(12)]
-    served = control.decode_register_params(control.register_params("b", "/p", [], many, False))[3]
+    params = control.register_params("b", "/p", [], many, False, None)
+    served = control.decode_register_params(params)[3]
     assert served == [name.from_uri(u) for u in many[0:8]]
 
 
@@ -107,6 +109,9 @@ def test_register_params_malformed():
         cbor.dumps({"name": "b", "prefix": "/p", "filters": ["/cmd/"]}),
         cbor.dumps({"name": "b", "prefix": "/p", "serve": "/x"}),
         cbor.dumps({"name": "b", "prefix": "/p", "serve": [7]}),
+        cbor.dumps({"name": "b", "prefix": "/p", "boot": -1}),
+        cbor.dumps({"name": "b", "prefix": "/p", "boot": 16777216}),
+        cbor.dumps({"name": "b", "prefix": "/p", "boot": "7"}),
     )
     for b in bad:
         raises(DecodeError, control.decode_register_params, b)

@@ -199,8 +199,8 @@ class Hub(NotifyIntake, Delivery):
     def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
                      pkt: bytes) -> None:
         try:
-            bname, prefix, filters, serves, offers_batch = control.decode_register_params(
-                bytes(i.app_params or b""))
+            bname, prefix, filters, serves, offers_batch, boot = (
+                control.decode_register_params(bytes(i.app_params or b"")))
         except DecodeError as e:
             self.counters["bad_packets"] += 1
             log.warning("bad registration from %s: %s", face.label, e)
@@ -225,6 +225,9 @@ class Hub(NotifyIntake, Delivery):
             self.fwd.remove_route(b.prefix, b.face)
             log.info("board %s moved to %s", bname, face.label)
             self._journal_event("board_up", bname, face.label, reconnect=True)
+        if b.boot is not None and boot != b.boot:
+            log.info("board %s restarted", bname)
+        b.boot = boot
         b.down = False
         b.face, b.prefix = face, prefix
         face.board = bname

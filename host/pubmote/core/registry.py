@@ -46,6 +46,7 @@ class BoardState:
         self.registrations = 0
         self.down = False  # its face went down; its next registration is a reconnect
         self.batch = False  # it publishes in link batches (docs/protocols/link-batch.md)
+        self.boot: int | None = None  # drawn by the board at start-up: new after a restart
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()
@@ -82,7 +83,7 @@ class BoardInfo:
     board's filters as they were then."""
 
     __slots__ = ("name", "face_id", "face_label", "face_kind", "up", "filters", "counters",
-                 "registered_at", "last_seen", "registrations", "_filter")
+                 "registered_at", "last_seen", "registrations", "boot", "_filter")
 
     def __init__(self, b: BoardState) -> None:
         self.name = b.name
@@ -95,6 +96,7 @@ class BoardInfo:
         self.registered_at = b.registered_at
         self.last_seen = b.last_seen
         self.registrations = b.registrations
+        self.boot = b.boot
         self._filter = b.filter  # replaced, never changed, when the filters change
 
     def matches(self, line: bytes) -> bool:

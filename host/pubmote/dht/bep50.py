@@ -28,7 +28,13 @@ log = logging.getLogger("pubmote.dht.bep50")
 TOPIC_K = 1  # BEP 50: K is one
 HOME_K = 8  # ... but the home bucket and its sibling hold at least 8 nodes
 TOKEN_TTL_S = 240.0  # peers' tokens live 5-10 min; reuse one for 4 min, then ask again
-REFRESH_S = 60.0  # routing table upkeep (find_node on our own id), not value polling
+# routing table upkeep (find_node on our own id), and a get with our seq to every member:
+# a member that missed a put (its network away) catches up without waiting for the next
+REFRESH_S = 60.0
+# a member a put could not reach is sent the topic's current item again after these
+# delays (s), then left to its own upkeep
+CATCH_UP_S = (1.0, 3.0, 9.0, 27.0)
+MAX_BEHIND = 4 * HOME_K * 20
 REANNOUNCE_S = 15 * 60.0  # announce_peer on the main DHT, as torrents do
 
 UpdateCallback = Callable[[bep44.MutableItem], None]
@@ -42,7 +48,9 @@ class TopicOverlay:
     """
 
     def __init__(self, node: DhtNode, key: bytes, salt: bytes = b"", *,
-                 on_update: UpdateCallback | None = None, home_k: int = HOME_K) -> None:
+                 on_update: UpdateCallback | None = None, home_k: int = HOME_K,
+                 refresh_s: float = REFRESH_S,
+                 catch_up_s: tuple[float, ...] = CATCH_UP_S) -> None:
         if len(salt) > bep44.MAX_SALT:
             raise ValueError("salt of %d bytes; BEP 44 allows %d" % (len(salt), bep44.MAX_SALT))
         self.node = node
@@ -55,9 +63,14 @@ class TopicOverlay:
         self._tokens: dict[Addr, tuple[bytes, float]] = {}
         self._upkeep: asyncio.Task[None] | None = None
         self._forwarding: asyncio.Task[int] | None = None
+        self.refresh_s = refresh_s
+        self.catch_up_s = catch_up_s
+        self._behind: set[Addr] = set()  # members the last forward did not reach
+        self._catching_up: asyncio.Task[None] | None = None
         self.updated_at: float | None = None  # monotonic time the current item arrived
         self.counters = {"puts_in": 0, "puts_newer": 0, "forwards": 0, "forward_failed": 0,
-                         "refused": 0, "joins": 0, "superseded": 0}
+                         "refused": 0, "joins": 0, "superseded": 0, "catch_up_puts": 0,
+                         "caught_up": 0, "upkeep_failed": 0}
 
     # ---- membership ------------------------------------------------------------------
 
@@ -118,18 +131,23 @@ class TopicOverlay:
     async def _maintain(self, reannounce: bool) -> None:
         last_announce = time.monotonic()
         while True:
-            await asyncio.sleep(REFRESH_S)
-            with contextlib.suppress(Exception):
+            await asyncio.sleep(self.refresh_s)
+            try:
                 await self.node.lookup(self.node.node_id, b"find_node", topic=self.target)
+                await self.fetch()  # only newer items come back: cheap when up to date
                 if reannounce and time.monotonic() - last_announce > REANNOUNCE_S:
                     await self.node.announce(self.target)
                     last_announce = time.monotonic()
+            except Exception:  # noqa: BLE001 - the next round tries again
+                self.counters["upkeep_failed"] += 1
+                log.debug("topic upkeep failed", exc_info=True)
 
     def leave(self) -> None:
         self.node.overlays.pop(self.target, None)
-        if self._upkeep is not None:
-            self._upkeep.cancel()
-            self._upkeep = None
+        for t in (self._upkeep, self._catching_up):
+            if t is not None:
+                t.cancel()
+        self._upkeep = self._catching_up = None
 
     # ---- publishing ------------------------------------------------------------------
 
@@ -146,7 +164,32 @@ class TopicOverlay:
     async def _forward(self, item: bep44.MutableItem, exclude: Addr | None) -> int:
         nodes = [n.addr for n in self.table.nodes() if n.addr != exclude]
         oks = await asyncio.gather(*(self._put_one(a, item) for a in nodes))
+        missed = {a for a, ok in zip(nodes, oks, strict=True) if not ok}
+        if missed and self.catch_up_s:
+            if len(self._behind) + len(missed) > MAX_BEHIND:
+                self._behind.clear()  # bounded: those left to their own upkeep
+            self._behind |= missed
+            if self._catching_up is None or self._catching_up.done():
+                self._catching_up = self.node.spawn(self._catch_up())
         return sum(oks)
+
+    async def _catch_up(self) -> None:
+        """Send the current item again to the members a forward missed, after each delay
+        of catch_up_s, until each took it (or has a newer one); the rest are left to
+        their own upkeep's fetch. One task per topic, always with the newest item."""
+        for delay in self.catch_up_s:
+            await asyncio.sleep(delay)
+            item = self.item
+            if item is None or not self._behind:
+                break
+            addrs = list(self._behind)
+            self.counters["catch_up_puts"] += len(addrs)
+            oks = await asyncio.gather(*(self._put_one(a, item) for a in addrs))
+            for a, ok in zip(addrs, oks, strict=True):
+                if ok:
+                    self._behind.discard(a)
+                    self.counters["caught_up"] += 1
+        self._behind.clear()
 
     async def _put_one(self, addr: Addr, item: bep44.MutableItem) -> bool:
         for attempt in range(2):

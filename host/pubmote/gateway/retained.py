@@ -62,7 +62,9 @@ class RetainedTopics:
         self._pending: dict[bytes, Message] = {}  # the newest unpublished message per topic
         self._wake = asyncio.Event()
         self._worker: asyncio.Task[None] | None = None
-        self._given: dict[tuple[str, int, bytes], int] = {}  # (board, face, topic) -> seq
+        # (board, its start-up, topic) -> seq; a board that sends no boot number is known
+        # by its face instead (a board new on a face may have lost what it had)
+        self._given: dict[tuple[str, str, bytes], int] = {}
         self.counters = {"published": 0, "put_nodes": 0, "received": 0, "too_big": 0,
                          "no_key": 0, "topics_refused": 0, "given_to_boards": 0, "dropped": 0}
 
@@ -188,7 +190,7 @@ class RetainedTopics:
 
     def _on_register(self, b: BoardInfo) -> None:
         """A board (re)registered: hand it each retained topic's last value its filters
-        match, once per face and value."""
+        match, once per start-up of the board and value."""
         try:
             self._hand_last_values(b)
         except Exception:  # noqa: BLE001 - never let this hook break a registration
@@ -212,8 +214,8 @@ class RetainedTopics:
                 self.counters["given_to_boards"] += 1
 
     def _give(self, b: BoardInfo, topic: bytes, seq: int) -> bool:
-        """Note that board b (on its current face) has the value seq; False if it had."""
-        k = (b.name, b.face_id, topic)
+        """Note that board b (since its last start-up) has the value seq; False if it had."""
+        k = (b.name, "boot%d" % b.boot if b.boot is not None else "face%d" % b.face_id, topic)
         if self._given.get(k, -1) >= seq:
             return False
         if len(self._given) > 4096:
