@@ -15,14 +15,15 @@ MAX_LINES = 600
 # what each layer may import of pubmote besides itself (docs/architecture.md); the root
 # package (`pubmote`, its __version__) is open to all
 ALLOWED = {
-    "core": set(),
-    "faces": {"core"},
-    "p2p": set(),
-    "dht": set(),
-    "boards": {"core"},
-    "gateway": {"core", "faces", "p2p", "dht"},
-    "pipeline": set(),  # reads the journal's files, nothing else of the bridge
-    "cli": {"core", "faces", "p2p", "dht", "boards", "gateway", "pipeline"},
+    "files": set(),  # files written in one step, private (key) files: open to every layer
+    "core": {"files"},
+    "faces": {"core", "files"},
+    "p2p": {"files"},
+    "dht": {"files"},
+    "boards": {"core", "files"},
+    "gateway": {"core", "faces", "p2p", "dht", "files"},
+    "pipeline": {"files"},  # reads the journal's files, nothing else of the bridge
+    "cli": {"core", "faces", "p2p", "dht", "boards", "gateway", "pipeline", "files"},
 }
 # third-party names only the CLI may import
 CLI_ONLY = {"argparse"}

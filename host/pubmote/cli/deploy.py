@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -49,15 +51,31 @@ def _deploy(args: argparse.Namespace) -> int:
             settings[key] = json.loads(value)
         except json.JSONDecodeError:
             settings[key] = value
+    key = None
     if args.key_file:
-        from pubmote.core.auth import key_for_board
+        from pubmote.core.auth import board_key
 
-        settings["key"] = key_for_board(args.key_file, args.name).hex()
+        try:
+            key = board_key(args.key_file, args.name)
+            folder = Path(args.key_file).parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise ValueError("its folder %s does not exist or is not writable" % folder)
+        except (OSError, ValueError) as e:
+            print("pubmote deploy: --key-file %s: %s" % (
+                args.key_file, e.strerror if isinstance(e, OSError) and e.strerror else e),
+                file=sys.stderr)
+            return 2
+        settings["key"] = key.hex()
     try:
         counts = deploy(args.port, args.board, args.name, link=args.link, settings=settings,
                         timeout_s=args.timeout)
         if not args.no_reset:
             reset(args.port, args.board)
+        if key is not None:
+            # only now: a deploy that failed leaves the gateway's keys file as it was
+            from pubmote.core.auth import save_board_key
+
+            save_board_key(args.key_file, args.name, key)
     except ValueError as e:  # the command was wrong: board, link, config
         print("pubmote deploy: %s" % e, file=sys.stderr)
         return 2

@@ -79,7 +79,7 @@ def register(sub: Any) -> None:
 def _load_key(path: str | None) -> Any:
     from pubmote.p2p.identity import load_or_create_key
 
-    return load_or_create_key(path or default_key_file())
+    return load_or_create_key(path or default_key_file(), make_dirs=not path)
 
 
 def _run_id(args: argparse.Namespace) -> int:

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import time
 from collections import OrderedDict
 from pathlib import Path
 
+from pubmote.files.private import read_private, write_private
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
@@ -25,29 +25,65 @@ REASONS = ("unsigned", "unknown_board", "bad_signature", "replayed", "stale",
            "bad_data_signature", "register_rejected")
 
 
-def load_keys(path: str) -> dict[str, bytes]:
-    """Board name -> key, from a keys file ({"boards": {"name": "hex"}})."""
-    with open(path) as f:
-        doc = json.load(f)
-    return {str(k): bytes.fromhex(v) for k, v in doc.get("boards", {}).items()}
+def _keys_doc(path: str | Path) -> dict[str, str]:
+    """The boards table of a keys file ({"boards": {"name": "hex"}}), checked: private
+    (files/private.py), JSON, each key 16 to 64 bytes of hex. ValueError naming the file."""
+    raw = read_private(path)
+    try:
+        doc = json.loads(raw.decode())
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("keys file %s is not JSON (write it with `pubmote deploy "
+                         "--key-file`)" % path) from None
+    boards = doc.get("boards", {}) if isinstance(doc, dict) else None
+    if not isinstance(boards, dict):
+        raise ValueError('keys file %s: expected {"boards": {"NAME": "HEX KEY"}}' % path)
+    for name, hexkey in boards.items():
+        try:
+            key = bytes.fromhex(hexkey) if isinstance(hexkey, str) else b""
+        except ValueError:
+            key = b""
+        if not 16 <= len(key) <= 64:
+            raise ValueError("keys file %s: the key of board %r is not 16-64 bytes of hex"
+                             % (path, name))
+    return {str(k): str(v) for k, v in boards.items()}
 
 
-def key_for_board(path: str, board: str) -> bytes:
-    """The board's key from the keys file, made (32 random bytes) if it has none yet.
-    The file is created with mode 0600 and rewritten atomically."""
-    p = Path(path)
-    doc: dict[str, dict[str, str]] = {"boards": {}}
-    if p.exists():
-        doc = json.loads(p.read_text())
-        doc.setdefault("boards", {})
-    if board not in doc["boards"]:
-        doc["boards"][board] = secrets.token_hex(32)
-        tmp = p.with_name(p.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-        os.replace(tmp, p)
-    return bytes.fromhex(doc["boards"][board])
+def load_keys(path: str | Path) -> dict[str, bytes]:
+    """Board name -> key, from a keys file ({"boards": {"name": "hex"}}).
+
+    Raises:
+        ValueError: readable by others (KeyFileError), not JSON, or a malformed key; the
+            message names the file.
+        OSError: missing or unreadable.
+    """
+    return {k: bytes.fromhex(v) for k, v in _keys_doc(path).items()}
+
+
+def board_key(path: str | Path, board: str) -> bytes:
+    """The board's key in the keys file, or a new one (32 random bytes) if the file or
+    the board is not there yet; nothing is written (save_board_key does, once the board
+    has it)."""
+    if not Path(path).exists():
+        return secrets.token_bytes(32)
+    hexkey = _keys_doc(path).get(board)
+    return bytes.fromhex(hexkey) if hexkey is not None else secrets.token_bytes(32)
+
+
+def save_board_key(path: str | Path, board: str, key: bytes) -> None:
+    """Put the board's key into the keys file (made mode 0600 when missing), in one step."""
+    doc = _keys_doc(path) if Path(path).exists() else {}
+    if doc.get(board) == key.hex():
+        return
+    doc[board] = key.hex()
+    write_private(path, (json.dumps({"boards": doc}, indent=1, sort_keys=True)
+                         + "\n").encode())
+
+
+def key_for_board(path: str | Path, board: str) -> bytes:
+    """The board's key from the keys file, made and saved if it has none yet."""
+    key = board_key(path, board)
+    save_board_key(path, board, key)
+    return key
 
 
 def board_of(publisher: bytes) -> str | None:

@@ -29,6 +29,7 @@ from pubmote.dht.krpc import (
     SEQ_TOO_LOW,
     KrpcError,
 )
+from pubmote.files.private import read_private, write_private
 
 MAX_V = 1000  # bencoded size of `v`
 MAX_SALT = 64
@@ -98,14 +99,16 @@ class KeyPair:
         p = Path(path)
         if create and not p.exists():
             kp = cls.generate()
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(kp.secret_hex() + "\n")
-            return kp
-        text = p.read_text().strip().split()[0] if p.read_text().strip() else ""
+            try:
+                write_private(p, (kp.secret_hex() + "\n").encode(), replace=False)
+                return kp
+            except FileExistsError:
+                pass  # made meanwhile by another process: use that one
+        raw = read_private(p)  # KeyFileError (a ValueError) when others may read it
         try:
-            return cls(bytes.fromhex(text))
-        except ValueError as e:
+            words = raw.decode().split()
+            return cls(bytes.fromhex(words[0] if words else ""))
+        except (UnicodeDecodeError, ValueError) as e:
             raise ValueError("%s: not an ed25519 secret in hex: %s" % (path, e)) from None
 
     def secret_hex(self) -> str:

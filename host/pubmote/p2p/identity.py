@@ -6,15 +6,16 @@ ECDSA, RSA): we only need to verify their signatures, which `cryptography` does 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
-import stat
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 
+from pubmote.files.private import KeyFileError, read_private, write_private
 from pubmote.p2p.codec import (
     b58decode,
     b58encode,
@@ -209,30 +210,32 @@ class KeyPair:
         return pair
 
 
-def load_or_create_key(path: str | os.PathLike[str], *, create: bool = True) -> KeyPair:
-    """Load our key from `path`, or create it (mode 0600) when it does not exist.
+def load_or_create_key(path: str | os.PathLike[str], *, create: bool = True,
+                       make_dirs: bool = False) -> KeyPair:
+    """Load our key from `path`, or create it (mode 0600) when it does not exist; its
+    folder is made only with make_dirs (the default location): a key file named in a
+    folder that is not there is a typo, not a new identity.
 
     Refuses a key file that others can read or write: a leaked key is a stolen identity.
     Raises ValueError on a malformed or unsafe file, OSError on I/O faults.
     """
     p = Path(path)
-    try:
-        st = p.stat()
-    except FileNotFoundError:
+    if not p.exists():
         if not create:
-            raise
-        p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            raise FileNotFoundError(errno.ENOENT, "no such key file", str(p))
+        if make_dirs:
+            p.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        elif not p.parent.is_dir():
+            raise KeyFileError("key file %s: its folder %s does not exist (nothing was "
+                               "created: a new key there would be a new identity)"
+                               % (p, p.parent))
         pair = KeyPair.generate()
-        # O_EXCL: never overwrite a key that appeared meanwhile; 0600 from the start, so
-        # there is no window in which the file is readable by others.
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(pair.encode_private())
-        return pair
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise ValueError("key file %s is accessible by others (mode %o); chmod 600 it"
-                         % (p, stat.S_IMODE(st.st_mode)))
-    data = p.read_bytes()
+        try:  # never overwrite a key that appeared meanwhile
+            write_private(p, pair.encode_private(), replace=False)
+            return pair
+        except FileExistsError:
+            pass
+    data = read_private(p)
     if len(data) > 1024:
         raise ValueError("key file %s is too large to be a key" % p)
     try:

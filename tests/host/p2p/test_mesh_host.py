@@ -188,6 +188,9 @@ def _pubmote(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
 
 def test_cli_mesh_id(tmp_path: Path) -> None:
     key = tmp_path / "k" / "mesh.key"
+    r = _pubmote("mesh", "id", "--key-file", str(key))
+    assert r.returncode in (1, 2) and "does not exist" in r.stderr and not key.parent.exists()
+    key.parent.mkdir()
     r = _pubmote("mesh", "id", "--key-file", str(key), "--listen", "/ip4/127.0.0.1/tcp/4001")
     assert r.returncode == 0, r.stderr
     peer = r.stdout.split()[1]

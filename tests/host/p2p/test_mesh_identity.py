@@ -131,7 +131,10 @@ def test_peer_id_text_malformed(bad: str) -> None:
 
 def test_key_file_created_0600_and_reloaded(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "mesh.key"
-    k1 = load_or_create_key(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_or_create_key(path)  # a folder that is not there is a typo: nothing made
+    assert not path.parent.exists()
+    k1 = load_or_create_key(path, make_dirs=True)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     k2 = load_or_create_key(path)
     assert k1.peer_id == k2.peer_id

@@ -442,7 +442,8 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
     from pubmote.p2p import Backoff, Host, HostConfig, Multiaddr, load_or_create_key
     from pubmote.p2p.pubsub.router import GossipConfig
 
-    key = load_or_create_key(cfg.get("mesh_key_file") or default_key_file())
+    given = cfg.get("mesh_key_file")
+    key = load_or_create_key(given or default_key_file(), make_dirs=not given)
     peers = listed(cfg.get("mesh_peer"))
     for p in peers:
         if Multiaddr(p).peer_id_text() is None:
