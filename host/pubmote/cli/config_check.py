@@ -5,7 +5,6 @@ ports that are not serial ports, board keys that are not hex."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pubmote.core.addresses import AddressError, check_serial, parse_hostport
@@ -149,6 +148,12 @@ def _url(url: str, flag: str) -> None:
         if url.startswith(scheme):
             if not url[len(scheme):]:
                 raise ConfigError("%s %s: expected %s/PATH" % (flag, url, scheme))
+            from pubmote.faces import unixpath
+
+            try:
+                unixpath.check(url[len(scheme):])
+            except unixpath.SocketPathError as e:
+                raise ConfigError("%s %s" % (flag, e)) from None
             return
     if not url.startswith("tcp://"):
         raise ConfigError("%s %s: expected tcp://HOST:PORT or ipc:///PATH%s" % (
@@ -165,26 +170,16 @@ def serial_port(spec: str) -> tuple[str, int]:
 
 
 def _keys(path: str) -> None:
+    from pubmote.core.auth import KeysFileError, load_keys
+
     try:
-        with open(path) as f:
-            data = json.load(f)
+        load_keys(path)
     except OSError as e:
         raise ConfigError("--keys %s: %s" % (path, e.strerror or e)) from None
-    except ValueError as e:
-        raise ConfigError("--keys %s: not JSON (%s)" % (path, e)) from None
-    boards = data.get("boards") if isinstance(data, dict) else None
-    if not isinstance(boards, dict):
-        raise ConfigError("--keys %s: expected {\"boards\": {NAME: HEX_KEY}}, as `pubmote "
-                          "deploy --key-file` writes" % path)
-    for board, key in boards.items():
-        try:
-            raw = bytes.fromhex(key) if isinstance(key, str) else b""
-        except ValueError:
-            raw = b""
-        if not raw:
-            raise ConfigError("--keys %s: board %s: the key is not hex (a key file from "
-                              "`pubmote deploy --key-file` holds 64 hex digits per board)"
-                              % (path, board))
+    except KeysFileError as e:
+        raise ConfigError("--keys %s: %s" % (path, e.why)) from None
+    except ValueError as e:  # a key file others may read: the message names it
+        raise ConfigError("--keys: %s" % e) from None
 
 
 def _why(e: ValueError) -> str:

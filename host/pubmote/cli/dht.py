@@ -50,8 +50,9 @@ def register(sub: Any) -> None:
                             "BitTorrent routers)")
         p.add_argument("--port", type=port_number, default=0, metavar="PORT",
                        help="UDP port of our DHT node (default: any free port)")
-        p.add_argument("--bind", default="0.0.0.0", metavar="HOST",
-                       help="address our DHT node binds (default 0.0.0.0)")
+        p.add_argument("--bind", default="127.0.0.1", metavar="HOST",
+                       help="address our DHT node binds (default 127.0.0.1: this host only; "
+                            "0.0.0.0 to reach the internet's DHT)")
         p.add_argument("--timeout", type=float, default=2.0, metavar="S",
                        help="per-query timeout in seconds (default 2)")
 

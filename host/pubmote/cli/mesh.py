@@ -13,7 +13,7 @@ from typing import Any
 
 from pubmote.gateway.mesh.keyfile import default_key_file
 
-DEFAULT_LISTEN = "/ip4/0.0.0.0/tcp/4001"
+DEFAULT_LISTEN = "/ip4/127.0.0.1/tcp/4001"  # loopback unless told otherwise
 
 
 def register(sub: Any) -> None:

@@ -4,6 +4,8 @@ CLI's configuration checks, so the same text means the same thing everywhere."""
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import stat
 
@@ -13,6 +15,26 @@ DEFAULT_BAUD = 115200
 
 class AddressError(ValueError):
     """A malformed address; str() says what is wrong and shows a good one."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address is reachable from this host only (127.0.0.0/8, ::1,
+    localhost); an unspecified address (0.0.0.0, ::, empty) is every interface."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, assume the network
+
+
+def log_exposure(log: logging.Logger, what: str, where: str, host: str, trust: str) -> bool:
+    """One line when a listener binds beyond loopback: what is exposed, where, and what it
+    trusts (e.g. "boards must sign their registration with their key"). True if exposed."""
+    if is_loopback(host):
+        return False
+    log.warning("%s on %s is reachable from other hosts: %s", what, where, trust)
+    return True
 
 
 def parse_hostport(spec: str) -> tuple[str, int]:

@@ -25,26 +25,37 @@ REASONS = ("unsigned", "unknown_board", "bad_signature", "replayed", "stale",
            "bad_data_signature", "register_rejected")
 
 
+class KeysFileError(ValueError):
+    """A boards' keys file that is not what `pubmote deploy --key-file` writes; `why`
+    says what is wrong without the file's name, str() with it."""
+
+    def __init__(self, path: str | Path, why: str) -> None:
+        super().__init__("keys file %s: %s" % (path, why))
+        self.why = why
+
+
 def _keys_doc(path: str | Path) -> dict[str, str]:
     """The boards table of a keys file ({"boards": {"name": "hex"}}), checked: private
-    (files/private.py), JSON, each key 16 to 64 bytes of hex. ValueError naming the file."""
+    (files/private.py), JSON, each key 16 to 64 bytes of hex."""
     raw = read_private(path)
     try:
         doc = json.loads(raw.decode())
     except (UnicodeDecodeError, ValueError):
-        raise ValueError("keys file %s is not JSON (write it with `pubmote deploy "
-                         "--key-file`)" % path) from None
+        raise KeysFileError(path, "not JSON (as `pubmote deploy --key-file` writes)") \
+            from None
     boards = doc.get("boards", {}) if isinstance(doc, dict) else None
     if not isinstance(boards, dict):
-        raise ValueError('keys file %s: expected {"boards": {"NAME": "HEX KEY"}}' % path)
+        raise KeysFileError(path, 'expected {"boards": {"NAME": "HEX KEY"}}, as `pubmote '
+                                  'deploy --key-file` writes')
     for name, hexkey in boards.items():
         try:
             key = bytes.fromhex(hexkey) if isinstance(hexkey, str) else b""
         except ValueError:
             key = b""
         if not 16 <= len(key) <= 64:
-            raise ValueError("keys file %s: the key of board %r is not 16-64 bytes of hex"
-                             % (path, name))
+            raise KeysFileError(path, "board %s: the key is not hex of 16-64 bytes (a keys "
+                                      "file from `pubmote deploy --key-file` holds 64 hex "
+                                      "digits per board)" % name)
     return {str(k): str(v) for k, v in boards.items()}
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable
 from typing import Any
 
-from pubmote.core.addresses import AddressError, parse_tcp_url
+from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
+from pubmote.faces import unixpath
 from pubmote_wire import tlv
 from pubmote_wire.errors import DecodeError
 
@@ -133,6 +133,8 @@ class NdnFaceServer:
         self.refused = 0
         self.bad_streams = 0  # malformed streams of apps since gone
         self.server: asyncio.AbstractServer | None = None
+        self._path: str | None = None  # our unix socket file, removed at close
+        self._ident: tuple[int, int] | None = None
 
     def _factory(self) -> asyncio.Protocol:
         if len(self.faces) >= self.max_apps:
@@ -152,16 +154,19 @@ class NdnFaceServer:
         loop = asyncio.get_running_loop()
         if self.url.startswith("unix://"):
             path = self.url[len("unix://"):]
-            if os.path.exists(path):
-                os.unlink(path)
+            try:
+                unixpath.prepare(path)
+            except unixpath.SocketPathError as e:
+                raise ValueError("--ndn-face %s: %s" % (self.url, e)) from None
             self.server = await loop.create_unix_server(self._factory, path)
+            self._path, self._ident = path, unixpath.identity(path)
         elif self.url.startswith("tcp://"):
             try:
                 host, port = parse_tcp_url(self.url)
             except AddressError as e:
                 raise ValueError("--ndn-face %s: %s" % (self.url, e)) from None
-            if host not in ("127.0.0.1", "::1", "localhost"):
-                log.warning("NDN face %s is reachable from other hosts", self.url)
+            log_exposure(log, "the NDN face", self.url, host,
+                         "NDN apps there register prefixes and publish unauthenticated")
             self.server = await loop.create_server(self._factory, host, port,
                                                    reuse_address=True)
         else:
@@ -173,3 +178,6 @@ class NdnFaceServer:
             f.close()
         if self.server is not None:
             self.server.close()
+        if self._path is not None:
+            unixpath.remove(self._path, self._ident)
+            self._path = None

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import time
 from typing import Any
 
-from pubmote.core.addresses import AddressError, parse_tcp_url
+from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
 from pubmote.core.hub import Hub, Message
 from pubmote.core.latency import LatencyHist
+from pubmote.faces import unixpath
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 from pubmote_wire.errors import DecodeError
@@ -43,16 +43,19 @@ def parse_url(url: str) -> tuple[str, Any]:
         raise ValueError("SP URL %r: %s" % (url, e)) from None
 
 
-async def _serve(url: str, factory: Any) -> asyncio.AbstractServer:
+async def _serve(url: str, proto: int, factory: Any) -> asyncio.AbstractServer:
     kind, where = parse_url(url)
     loop = asyncio.get_running_loop()
     if kind == "ipc":
-        if os.path.exists(where):
-            os.unlink(where)
+        try:
+            unixpath.prepare(where)
+        except unixpath.SocketPathError as e:
+            raise ValueError("SP endpoint %s: %s" % (url, e)) from None
         return await loop.create_unix_server(factory, where)
     host, port = where
-    if host not in ("127.0.0.1", "::1", "localhost"):
-        log.warning("SP endpoint %s is reachable from other hosts", url)
+    log_exposure(log, "the SP %s endpoint" % ("PUB" if proto == sp.PUB else "SUB"), url, host,
+                 "SP has no authentication: anyone there receives every relayed message"
+                 if proto == sp.PUB else "SP has no authentication: anyone there publishes")
     return await loop.create_server(factory, host, port, reuse_address=True)
 
 
@@ -133,6 +136,7 @@ class SpEndpoint:
         self.buffer_bytes = buffer_bytes
         self.conns: set[_Conn] = set()
         self.server: asyncio.AbstractServer | None = None
+        self._ipc: tuple[str, tuple[int, int] | None] | None = None  # our socket file
         self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
                          "bad_streams": 0, "unflushed": 0, "writes": 0}
         # bridge-added latency: from a face's read of each message to the write that hands
@@ -142,7 +146,10 @@ class SpEndpoint:
         self._flush_due = False
 
     async def start(self) -> None:
-        self.server = await _serve(self.url, lambda: _Conn(self))
+        self.server = await _serve(self.url, self.proto, lambda: _Conn(self))
+        kind, where = parse_url(self.url)
+        if kind == "ipc":
+            self._ipc = where, unixpath.identity(where)
         if self.proto == sp.PUB:
             self.hub.add_listener(self.relay)
 
@@ -230,3 +237,6 @@ class SpEndpoint:
                     c.t.close()
         if self.server is not None:
             await self.server.wait_closed()
+        if self._ipc is not None:
+            unixpath.remove(*self._ipc)
+            self._ipc = None

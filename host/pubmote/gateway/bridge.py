@@ -10,7 +10,7 @@ import logging
 import tomllib
 from typing import Any, Protocol
 
-from pubmote.core.addresses import DEFAULT_BAUD, parse_hostport, parse_serial
+from pubmote.core.addresses import DEFAULT_BAUD, log_exposure, parse_hostport, parse_serial
 from pubmote.core.auth import BoardAuth, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
@@ -57,7 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "retained": [],
     "dht_key_file": None,
     "dht_pubkey": None,
-    "dht_host": "0.0.0.0",
+    "dht_host": "127.0.0.1",  # loopback unless told: the internet's DHT needs 0.0.0.0
     "dht_port": 0,
     "dht_bootstrap": [],
     "dht_timeout_s": 2.0,
@@ -200,12 +200,14 @@ class Bridge:
             self.sp.append(ep)
         for spec in cfg["tcp"]:
             host, port = parse_hostport(spec)
+            log_exposure(log, "the board TCP face", spec, host, self._board_trust())
             srv = await loop.create_server(
                 lambda: StreamFace(self.hub.on_packet, self._stream_state), host, port,
                 reuse_address=True)
             self.servers.append(srv)
         for spec in cfg["udp"]:
             host, port = parse_hostport(spec)
+            log_exposure(log, "the board UDP face", spec, host, self._board_trust())
             transport, proto = await loop.create_datagram_endpoint(
                 lambda: UdpServer(self.hub.on_packet, self.hub.face_state),
                 local_addr=(host, port))
@@ -224,6 +226,13 @@ class Bridge:
         from pubmote.gateway.mesh.relay import from_config as mesh_from_config
 
         self.mesh = await mesh_from_config(self.hub, cfg)
+
+    def _board_trust(self) -> str:
+        """What a board face trusts, for the line that says it is exposed."""
+        if self.hub.auth is None:
+            return "boards register by name, no key needed (give --keys)"
+        return ("boards with a key must sign their registration; boards without one "
+                "register by name")
 
     async def _journal_ticks(self) -> None:
         while True:

@@ -43,7 +43,7 @@ class RetainedTopics:
     """The DHT node, one overlay per retained topic, and the hub hooks between them."""
 
     def __init__(self, hub: Hub, topics: Iterable[str], *, key: bep44.KeyPair | None,
-                 pubkey: bytes | None = None, host: str = "0.0.0.0", port: int = 0,
+                 pubkey: bytes | None = None, host: str = "127.0.0.1", port: int = 0,
                  bootstrap: Iterable[tuple[str, int]] = (),
                  query_timeout_s: float = 2.0) -> None:
         self.hub = hub
@@ -235,7 +235,7 @@ class RetainedTopics:
 async def from_config(hub: Hub, cfg: dict[str, Any]) -> RetainedTopics:
     """RetainedTopics from the bridge's config keys (retained, dht_key_file, dht_pubkey,
     dht_host, dht_port, dht_bootstrap), started."""
-    from pubmote.core.addresses import parse_hostport
+    from pubmote.core.addresses import log_exposure, parse_hostport
 
     def listed(v: Any) -> list[str]:
         return [v] if isinstance(v, str) else list(v or [])
@@ -247,7 +247,7 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> RetainedTopics:
     if pubkey is not None and len(pubkey) != bep44.KEY_LEN:
         raise ValueError("dht_pubkey must be 64 hex digits")
     rt = RetainedTopics(hub, listed(cfg["retained"]), key=key, pubkey=pubkey,
-                        host=str(cfg.get("dht_host") or "0.0.0.0"),
+                        host=str(cfg.get("dht_host") or "127.0.0.1"),
                         port=int(cfg.get("dht_port") or 0),
                         bootstrap=[parse_hostport(s) for s in listed(cfg.get("dht_bootstrap"))],
                         query_timeout_s=float(cfg.get("dht_timeout_s") or 2.0))
@@ -256,6 +256,9 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> RetainedTopics:
     except BaseException:
         await rt.close()
         raise
+    log_exposure(log, "the DHT node", "%s:%d" % (rt.node.host, rt.node.port), rt.node.host,
+                 "the DHT is public by design: items are signed (BEP 44), and only the "
+                 "key's holder can change a retained topic")
     log.info("retained topics on the DHT at %s:%d (key %s): %s", rt.node.host, rt.node.port,
              rt.pubkey.hex()[:16], ", ".join(t.decode() for t in rt.entries))
     return rt

@@ -117,6 +117,7 @@ def test_mesh_peer_that_is_no_peer(tmp_path: Path) -> None:
 def test_keys_file_with_a_key_that_is_not_hex(tmp_path: Path) -> None:
     keys = tmp_path / "keys.json"
     keys.write_text(json.dumps({"boards": {"board1": "zz" * 32}}))
+    keys.chmod(0o600)
     _one_line(_run(_bridge("--sim-boards", "1", "--keys", str(keys)), tmp_path),
               "--keys %s" % keys, "board board1", "not hex")
     keys.write_text("{")

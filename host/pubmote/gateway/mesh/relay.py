@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pubmote.core import cbor
+from pubmote.core.addresses import log_exposure
 from pubmote.core.hub import Hub, Message
 from pubmote.gateway.mesh.directed import (
     DIRECTED_PREFIX,
@@ -453,6 +454,11 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
                   self_id=key.peer_id)
     if realm.open:
         log.warning("%s", realm.describe())
+    for a in listed(cfg.get("mesh_listen")):
+        log_exposure(log, "the mesh listener", a, Multiaddr(a).tcp_host_port()[0],
+                     "peers authenticate with Noise; %s" % (
+                         "anyone may publish into the open realm" if realm.open
+                         else "only the realm's members publish"))
     # configured gateway peers are few: redial them within seconds, not the default minute
     host = Host(key, listen_addrs=listed(cfg.get("mesh_listen")),
                 config=HostConfig(backoff=Backoff(base_s=0.2, cap_s=PEER_BACKOFF_CAP_S)))
