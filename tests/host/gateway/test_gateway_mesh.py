@@ -228,8 +228,9 @@ async def loops_and_outsiders(s: dict[str, Site], tool: KeyPair) -> None:
 
 
 def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
-    """Two bare hubs (no boards): gaps counted in the hub's counters, a replayed envelope
-    dropped as a duplicate, messages from the mesh never sent back into it."""
+    """Two bare hubs (no boards): gaps counted in the hub's counters, an envelope another
+    peer signs in A's name kept out of A's window (a name conflict, counted), messages from
+    the mesh never sent back into it."""
     from pubmote.core.hub import Hub, Message
     from pubmote.gateway.mesh.relay import from_config
 
@@ -271,7 +272,8 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
             await wait_until(lambda: len(got) == 11, 10, "the message after the gap")
             assert [m.topic for m in got[5:]] == [b"/x/%d" % n for n in (7, 8, 9, 10, 11, 13)]
             assert hubs["B"].counters["mesh_gaps"] == 3 and hubs["B"].counters["mesh_lost"] == 3
-            # a member replays A's last envelope under its own key: a duplicate, not delivered
+            # another peer replays A's last envelope under its own key: in an open realm anyone
+            # may publish, but only into its own window: A's next message still arrives
             host = Host(KeyPair.generate(), listen_addrs=["/ip4/127.0.0.1/tcp/0"])
             async with host, GossipSub(host) as gs:
                 gs.subscribe(PUB, lambda m: None)
@@ -281,9 +283,12 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
                 await gs.publish(PUB, Envelope(topic="/x/13", payload=b"p13", board="sp:1",
                                                gateway="A", ts_ms=1, epoch=a.epoch,
                                                seq=14).encode())
-                await wait_until(lambda: b.counters["in_duplicates"] == 1, 10, "the replay")
-            assert len(got) == 11 and b.counters["name_conflicts"] == 1
-            # B relayed eleven messages from the mesh and sent none back into it
+                await wait_until(lambda: b.counters["name_conflicts"] == 1, 10, "the replay")
+            await wait_until(lambda: len(got) == 12, 10, "the replay, as that peer's")
+            send(14)
+            await wait_until(lambda: len(got) == 13, 10, "A's next message")
+            assert got[-1].topic == b"/x/14" and b.counters["in_duplicates"] == 0
+            # B relayed the mesh's messages and sent none back into it
             assert b.counters["out"] == 0 and b.gs.counters["published"] == 0
             # the replay reached A too: its own message, dropped and counted
             await wait_until(lambda: a.counters["loops"] == 1, 10, "the replay at A")

@@ -279,9 +279,12 @@ class GatewayMesh:
             # our own message come back (replayed by another peer): never delivered twice
             self.counters["directed_loops" if env.directed else "loops"] += 1
             return
-        # keyed by the origin gateway's name, not the relaying or signing peer: the same
-        # envelope published again by another peer is still a duplicate
-        verdict = self.tracker.observe((env.gateway, gm.topic), env.epoch, env.seq)
+        # keyed by the signing peer (StrictSign: the router verified it) with the name it
+        # claims: an envelope only moves the window of the key that signed it, so nobody
+        # can make this gateway drop another's messages with a forged epoch or sequence
+        # number. Another peer claiming a name is counted and logged (_check_name)
+        verdict = self.tracker.observe((gm.from_peer, env.gateway, gm.topic), env.epoch,
+                                       env.seq)
         if verdict == DUPLICATE:
             self.counters["in_duplicates"] += 1
             return
