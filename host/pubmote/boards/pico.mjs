@@ -62,6 +62,20 @@ const firmware = fs.readFileSync(opts.firmware);
 const rosc = rp2040.peripherals[0x40060];
 const roscRead = rosc.readUint32.bind(rosc);
 rosc.readUint32 = (offset) => (offset === 0x1c ? (Math.random() < 0.5 ? 1 : 0) : roscRead(offset));
+// The temperature sensor (ADC input 4) reads 0 in rp2040js, which the RP2040's formula
+// turns into 437 °C. Feed it what a real chip at room temperature gives (datasheet 4.9.5:
+// 0.706 V at 27 °C, -1.721 mV per °C, 3.3 V reference, 12 bits): about 21.5 °C, drifting
+// by a few tenths over minutes, with a count of noise as a real ADC has.
+const adcValues = rp2040.adc.channelValues;
+const t0 = Date.now();
+Object.defineProperty(adcValues, 4, {
+  get() {
+    const celsius = 21.5 + 0.4 * Math.sin((Date.now() - t0) / 90000);
+    const volts = 0.706 - (celsius - 27) * 0.001721;
+    return Math.round((volts / 3.3) * 4095 + (Math.random() - 0.5) * 2);
+  },
+  set() {},
+});
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
 rp2040.flash.set(firmware, 0);
 if (opts.fs) {
