@@ -47,8 +47,12 @@ def board_config(profile: dict[str, Any], name: str, link: str | None = None,
 
 def check_config(profile: dict[str, Any], cfg: dict[str, Any]) -> None:
     """ValueError (one line naming the key and the --set that fixes it) for a board config
-    the firmware could not run with: a WiFi link without the gateway's address, or on a
-    real board without the network to join."""
+    the firmware could not run with: a value of the wrong type or range (boards/schema.py),
+    a WiFi link without the gateway's address, or on a real board without the network to
+    join."""
+    from pubmote.boards.schema import check_values
+
+    check_values(cfg)
     link = cfg["link"]
     if link not in ("tcp", "udp"):
         return

@@ -64,6 +64,12 @@ def check(cfg: dict[str, Any]) -> None:
     if not isinstance(cfg.get("sim_app_config", {}), dict):
         raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
                           % (_where("sim_app_config"), cfg["sim_app_config"]))
+    from pubmote.boards.schema import check_values
+
+    try:
+        check_values(cfg.get("sim_app_config") or {}, _where("sim_app_config"))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     from pubmote.boards.fleet import SIM_KINDS
 
     if cfg.get("sim_kind", "unix") not in SIM_KINDS:

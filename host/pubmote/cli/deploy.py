@@ -41,6 +41,13 @@ def register(sub: Any) -> None:
 def _deploy(args: argparse.Namespace) -> int:
     from pubmote.boards.deploy import DeployError, deploy, reset
 
+    from pubmote.core.addresses import name_problem
+
+    why = name_problem(args.name)
+    if why is not None:
+        print("pubmote deploy: --name %r: not a board name: %s" % (args.name, why),
+              file=sys.stderr)
+        return 2
     settings: dict[str, Any] = {}
     for item in args.set:
         key, sep, value = item.partition("=")

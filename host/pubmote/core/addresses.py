@@ -17,6 +17,25 @@ class AddressError(ValueError):
     """A malformed address; str() says what is wrong and shows a good one."""
 
 
+# what a board or gateway name may not hold: it becomes an NDN name component, a topic
+# level (/pubmote/demo/<board>/...) and a part of directed addresses (/GATEWAY/BOARD)
+_NAME_BAD = set("/|%*\\ \"'")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a board or gateway (None if it can): 1 to 64 bytes of
+    UTF-8, printable, none of / | % * \\ quotes or spaces."""
+    if not name:
+        return "empty"
+    if len(name.encode()) > 64:
+        return "longer than 64 bytes"
+    bad = sorted({ch for ch in name if ch in _NAME_BAD or not ch.isprintable()})
+    if bad:
+        return "it holds %s; names become topic levels and addresses: letters, digits, " \
+               "- _ . : are fine" % " ".join(repr(ch) for ch in bad)
+    return None
+
+
 def is_loopback(host: str) -> bool:
     """Whether a bind address is reachable from this host only (127.0.0.0/8, ::1,
     localhost); an unspecified address (0.0.0.0, ::, empty) is every interface."""

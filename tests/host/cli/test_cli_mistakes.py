@@ -168,7 +168,7 @@ def test_deploy_wifi_link_needs_host_and_network(tmp_path: Path) -> None:
                     "password=short"], tmp_path), "8 to 63")
     _one_line(_run(["deploy", "--board", "esp32", "--port", "/dev/ttyNOPE7", "--link", "tcp",
                     "--set", "host=192.168.1.5", "--set", "port=70000", "--set", "ssid=home"],
-                   tmp_path), "port 70000")
+                   tmp_path), "port=70000", "1 to 65535")
     _one_line(_run(["deploy", "--board", "esp32", "--port", "/dev/ttyNOPE7", "--link", "wifi"],
                    tmp_path), "--link", "'wifi'", "tcp")
 

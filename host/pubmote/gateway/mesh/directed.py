@@ -31,10 +31,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import unquote
 
+from pubmote.core.addresses import name_problem
+
 WILDCARD = "*"
 # the board topic prefix of directed messages on a gateway: /pubmote/to/<orch>[/<node>]
 DIRECTED_PREFIX = b"/pubmote/to/"
-_BAD_CHARS = set("/|%\x00 ")
 
 
 class AddressError(ValueError):
@@ -42,10 +43,10 @@ class AddressError(ValueError):
 
 
 def check_name(name: str, what: str = "name") -> str:
-    """A gateway or board name usable in addresses: not empty, not *, no / | % or space."""
-    if not name or name == WILDCARD or any(ch in _BAD_CHARS for ch in name) \
-            or len(name.encode()) > 64:
-        raise AddressError("%s %r cannot be used in directed addresses" % (what, name))
+    """A gateway or board name usable in addresses (core.addresses.name_problem)."""
+    why = name_problem(name)
+    if why is not None:
+        raise AddressError("%s %r cannot be used in directed addresses: %s" % (what, name, why))
     return name
 
 
