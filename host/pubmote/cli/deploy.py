@@ -40,7 +40,6 @@ def register(sub: Any) -> None:
 
 def _deploy(args: argparse.Namespace) -> int:
     from pubmote.boards.deploy import DeployError, deploy, reset
-
     from pubmote.core.addresses import name_problem
 
     why = name_problem(args.name)
