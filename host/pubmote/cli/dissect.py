@@ -26,14 +26,18 @@ def _dissect(args: argparse.Namespace) -> int:
     from pubmote_wire import dissect
 
     if args.trace:
-        from pubmote.core.trace import format_trace
+        from pubmote.core.trace import TraceError, format_trace
 
         try:
             for block in format_trace(args.trace):
-                print(block)
+                print(block, flush=True)
         except OSError as e:
-            print("pubmote dissect: %s" % e, file=sys.stderr)
-            return 1
+            print("pubmote dissect: --trace %s: %s" % (args.trace, e.strerror or e),
+                  file=sys.stderr)
+            return 2
+        except TraceError as e:
+            print("pubmote dissect: --trace %s: %s" % (args.trace, e), file=sys.stderr)
+            return 2
         return 0
     if args.hex is None:
         print("pubmote dissect: give HEX, - (stdin) or --trace FILE", file=sys.stderr)

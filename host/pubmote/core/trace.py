@@ -25,16 +25,53 @@ class Tracer:
         self._f.close()
 
 
+class TraceError(ValueError):
+    """A file that is not a `pubmote bridge --trace` file; the message says where."""
+
+
+def _record(line: str) -> dict[str, Any] | None:
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    if (not isinstance(rec, dict) or not isinstance(rec.get("hex"), str)
+            or not isinstance(rec.get("t"), int | float) or rec.get("dir") not in ("in", "out")
+            or not isinstance(rec.get("face"), str)):
+        return None
+    try:
+        bytes.fromhex(rec["hex"])
+    except ValueError:
+        return None
+    return rec
+
+
 def read_trace(path: str) -> Iterator[dict[str, Any]]:
-    """The records of a trace file; a torn last line (a crash while writing) is skipped."""
-    with open(path) as f:
-        for line in f:
+    """The records of a trace file. A torn last line (a crash while writing) is skipped;
+    anything else that is not a record raises TraceError naming its line, and a file
+    without a single record (empty, text, a JSON document, binary) is no trace at all."""
+    seen = 0
+    torn: int | None = None
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if torn is not None:
+                raise TraceError("line %d is not a trace record" % torn)
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
+                line = raw.decode()
+            except UnicodeDecodeError:
+                raise TraceError("line %d is not text: not a trace file" % n) from None
+            rec = _record(line) if line.strip() else None
+            if rec is None:
+                if not raw.endswith(b"\n") and seen:
+                    continue  # the torn last line a crash leaves
+                torn = n
                 continue
-            if isinstance(rec, dict) and "hex" in rec:
-                yield rec
+            seen += 1
+            yield rec
+    if not seen:
+        raise TraceError("no trace records (a file `pubmote bridge --trace FILE` writes "
+                         "holds one JSON line per packet)")
+    if torn is not None:
+        raise TraceError("line %d is not a trace record" % torn)
 
 
 def format_trace(path: str) -> Iterator[str]:

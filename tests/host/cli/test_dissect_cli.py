@@ -43,3 +43,32 @@ def test_bad_input_one_line_nonzero_exit(bad: str) -> None:
     assert host.returncode == 1 and board.returncode == 1
     assert host.stdout == board.stdout
     assert host.stdout.startswith("error: ") and host.stdout.count("\n") == 1
+
+
+def test_trace_files_that_are_not_traces(tmp_path: Path) -> None:
+    good = json.dumps({"t": 1.5, "face": "serial:x", "dir": "in",
+                       "hex": VECTORS["packets"][0]["hex"]}) + "\n"
+    cases = {
+        "empty": b"", "text": b"hello\n", "json array": b"[1, 2]\n", "json object": b"{}\n",
+        "binary": bytes(range(256)), "a record without hex": b'{"t": 1, "face": "f"}\n',
+        "a bad line between records": (good + "garbage\n" + good).encode(),
+        "hex that is not hex": good.replace('"hex": "', '"hex": "zz').encode(),
+    }
+    for what, data in cases.items():
+        p = tmp_path / "trace"
+        p.write_bytes(data)
+        r = subprocess.run([str(BIN / "pubmote"), "dissect", "--trace", str(p)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, (what, r.returncode, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "--trace %s" % p in r.stderr, (what, r.stderr)
+        assert "Traceback" not in r.stderr
+    for what, path in (("a folder", tmp_path), ("missing", tmp_path / "nope")):
+        r = subprocess.run([str(BIN / "pubmote"), "dissect", "--trace", str(path)],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and "--trace" in r.stderr, (what, r.stderr)
+    # a real trace with the torn last line a crash leaves: every record shown
+    p = tmp_path / "trace"
+    p.write_text(good + good + good[: len(good) // 2])
+    r = subprocess.run([str(BIN / "pubmote"), "dissect", "--trace", str(p)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.count(" <- serial:x ") == 2, r.stdout + r.stderr
