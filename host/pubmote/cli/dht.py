@@ -153,13 +153,21 @@ def _addrs(specs: list[str]) -> list[tuple[str, int]]:
             continue  # a public router that does not resolve: try the others
         out.append((str(infos[0][4][0]), int(infos[0][4][1])))
     if not out:
-        raise ValueError("no bootstrap node could be resolved")
+        raise NoAnswer("no bootstrap node could be resolved (%s): no name service here? "
+                       "give --bootstrap HOST:PORT" % ", ".join(PUBLIC_ROUTERS))
     return out
+
+
+class NoAnswer(Exception):
+    """No DHT node answered: nothing was looked up, stored or joined."""
 
 
 def _wrap(args: argparse.Namespace, coro: Any) -> int:
     try:
         code: int = asyncio.run(coro(args))
+    except NoAnswer as e:
+        print("pubmote dht: %s" % e, file=sys.stderr)
+        return 1
     except ValueError as e:
         print("pubmote dht: %s" % e, file=sys.stderr)
         return 2
@@ -178,8 +186,23 @@ async def _start(args: argparse.Namespace, *, read_only: bool = True) -> Any:
     node = DhtNode(host=args.bind, port=args.port, query_timeout_s=args.timeout,
                    read_only=read_only)
     await node.start()
-    await node.bootstrap(_addrs(args.bootstrap))
+    addrs = _addrs(args.bootstrap)
+    if not await node.bootstrap(addrs):
+        await node.close()
+        raise NoAnswer(_no_answer(args, addrs))
     return node
+
+
+def _no_answer(args: argparse.Namespace, addrs: list[tuple[str, int]]) -> str:
+    where = ", ".join("%s:%d" % a for a in addrs[:3]) + (" ..." if len(addrs) > 3 else "")
+    hint = ("is a DHT node running there? `pubmote dht node --port PORT` starts one"
+            if args.bootstrap else "")
+    if args.bind in ("127.0.0.1", "::1", "localhost") and not all(
+            h.startswith("127.") or h == "::1" for h, _ in addrs):
+        hint = "this node binds %s (the default): give --bind 0.0.0.0 to reach other " \
+               "hosts" % args.bind
+    return "no DHT node answered (bootstrap %s within %g s)%s" % (
+        where, args.timeout, ": " + hint if hint else "")
 
 
 def _show(value: Any) -> str:
@@ -231,8 +254,12 @@ async def _put_async(args: argparse.Namespace) -> int:
         n = await node.put_mutable(item)
     finally:
         await node.close()
+    if not n:
+        print("pubmote dht put: the DHT answered but no node stored the item (target %s seq "
+              "%d): none of them took a put" % (item.target.hex(), seq), file=sys.stderr)
+        return 1
     print("target %s seq %d stored on %d nodes" % (item.target.hex(), seq, n))
-    return 0 if n else 1
+    return 0
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -247,7 +274,8 @@ async def _get_async(args: argparse.Namespace) -> int:
     finally:
         await node.close()
     if item is None:
-        print("pubmote dht get: no item found", file=sys.stderr)
+        print("pubmote dht get: the DHT answered, but none of its nodes holds an item for "
+              "that key and salt", file=sys.stderr)
         return 1
     print("seq %d: %s" % (item.seq, _show(item.value())))
     return 0

@@ -87,3 +87,18 @@ def test_put_get_subscribe_through_a_node_process(tmp_path: Path) -> None:
                 p.wait(timeout=5)
         if node.stdout is not None:
             node.stdout.close()
+
+
+def test_nothing_listening_is_said_so(tmp_path: Path) -> None:
+    # a reserved port where no DHT node runs: every action says no node answered, at once
+    key = tmp_path / "k"
+    assert _run("keygen", "--key-file", str(key)).returncode == 0
+    pub = "ab" * 32
+    boot = ["--bootstrap", "127.0.0.1:%d" % free_port(), "--timeout", "0.3"]
+    for args in (["get", "--pubkey", pub, "--salt", "t"],
+                 ["put", "--key-file", str(key), "--salt", "t", "v"],
+                 ["subscribe", "--pubkey", pub, "--salt", "t"]):
+        r = _run(*args, *boot, timeout_s=30)
+        assert r.returncode == 1, (args, r.returncode, r.stdout, r.stderr)
+        assert "no DHT node answered" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert "no item found" not in r.stderr and "stored on 0" not in r.stdout
