@@ -13,7 +13,9 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -92,6 +94,10 @@ OUTPUTS = ("firmware.uf2", "firmware.bin", "firmware.elf")
 
 class BuildError(Exception):
     """The build cannot run or failed; the message is one line saying what to do."""
+
+
+class OutputError(BuildError):
+    """The output folder cannot be made or written (said before anything is built)."""
 
 
 def install_line() -> str:
@@ -189,6 +195,21 @@ def inputs_key(board: str, tree_id: str, toolchain: str, apps: Sequence[Path] = 
     return h.hexdigest()
 
 
+PROGRESS_S = 10.0  # how often a long step says how far it got
+_PERCENT = re.compile(rb"\[ *(\d+)%\]")
+
+
+def _percent(log: Path, start: int) -> int | None:
+    """The last cmake progress figure ("[ 42%]") the step wrote to its log after start."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(start, os.path.getsize(log) - 4096))
+            found = _PERCENT.findall(f.read())
+    except OSError:
+        return None
+    return int(found[-1]) if found else None
+
+
 def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
          cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
     progress("%s ..." % what)
@@ -196,12 +217,55 @@ def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
     with open(log, "ab") as f:
         f.write(("\n$ %s\n" % " ".join(cmd)).encode())
         f.flush()
-        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+        start = f.tell()
+        # a process group of its own: an interrupted build ends make and every compiler
+        # it started, whoever sent the interrupt
+        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                             start_new_session=True)
+        try:
+            while True:
+                try:
+                    p.wait(timeout=PROGRESS_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pct = _percent(log, start)
+                    progress("%s ... %s%.0f s" % (what, "%d%%, " % pct if pct is not None
+                                                  else "", time.monotonic() - t0))
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            raise
     if p.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-15:]
         raise BuildError("%s failed (exit %d); last lines of %s:\n%s"
                          % (what, p.returncode, log, "\n".join(tail)))
     progress("%s done in %.0f s" % (what, time.monotonic() - t0))
+
+
+def _check_out(out: Path) -> None:
+    """OutputError now, before a minute of building, if the output folder cannot be made
+    or written; what this check made is removed again (nothing half-built stays)."""
+    made: list[Path] = []
+    try:
+        missing = [p for p in [out, *out.parents] if not p.exists()]
+        for p in reversed(missing):
+            p.mkdir()
+            made.append(p)
+        probe = out / (".write-check.%d" % os.getpid())
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise OutputError("%s: the folder cannot be made or written: %s"
+                          % (out, e.strerror or e)) from None
+    finally:
+        for p in reversed(made):
+            with contextlib.suppress(OSError):
+                p.rmdir()
 
 
 def build(board: str = "pico", *, micropython: str | None = None, out: Path | None = None,
@@ -225,6 +289,7 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
             raise BuildError("app module %s is not a .py file" % a)
     default_out = CACHE / (board + "".join("+" + a.stem for a in apps))
     out = (out or default_out).resolve()
+    _check_out(out)
     if port == "esp32":
         # nothing half-built: say what is missing before anything runs
         if not os.environ.get("IDF_PATH"):

@@ -42,12 +42,15 @@ def register(sub: Any) -> None:
 
 
 def _firmware(args: argparse.Namespace) -> int:
-    from pubmote.boards.fwbuild import BuildError, build
+    from pubmote.boards.fwbuild import BuildError, OutputError, build
 
     try:
         build(args.board, micropython=args.micropython,
               out=Path(args.out) if args.out else None, apps=[Path(a) for a in args.app],
               progress=lambda line: print(line, flush=True))
+    except OutputError as e:
+        print("pubmote firmware build: --out %s" % e, file=sys.stderr)
+        return 2
     except BuildError as e:
         print("pubmote firmware build: %s" % e, file=sys.stderr)
         return 1

@@ -19,6 +19,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pubmote.cli.pub")
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line (what was wrong, where to read more) and
     exit status 2; every subcommand's parser is one of these."""
@@ -48,7 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     run = getattr(args, "run", None)
     if run is None:
         parser.error("unknown command")
-    code: int = run(args)
+    try:
+        code: int = run(args)
+    except KeyboardInterrupt:
+        # Ctrl-C: every command stops the same way, without a traceback, with the status a
+        # shell gives a program ended by SIGINT (children got the same SIGINT from the
+        # terminal; a command that counts things prints its summary in its own finally)
+        print("pubmote %s: interrupted" % args.command, file=sys.stderr)
+        return EXIT_INTERRUPTED
     return code
 
 

@@ -123,4 +123,4 @@ def run(args: argparse.Namespace) -> int:
               "--sp-pub %s?)" % (args.url, e.strerror or e, args.url), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        return 0
+        return 130
