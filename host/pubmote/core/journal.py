@@ -128,6 +128,7 @@ class Journal:
         self._backlog_size = 0
         self._fault_since: float | None = None  # monotonic start of the current fault
         self._said: set[str] = set()  # what this fault has logged already
+        self._wrote = False  # a write or rotation worked since the last failure
         self._lost_at_fault = 0
         self.last_error = ""
         self.errors: dict[str, int] = {}  # failures by errno name
@@ -167,7 +168,6 @@ class Journal:
         """Call now and then (the bridge does, every second): notices a removed folder,
         writes what a fault held back (oldest first), retries a failed rotation, rotates
         a file by age."""
-        errors = self.counters["write_errors"]
         if self._fd is not None and self._gone():
             self._salvage()
         if self._backlog:
@@ -176,9 +176,9 @@ class Journal:
                 self._rotate_due or time.monotonic() - self._opened >= self.max_age_s):
             self._rotate_due = False
             self.rotate()
-        if (self._fault_since is not None and not self._backlog and not self._rotate_due
-                and self.counters["write_errors"] == errors):
-            self._recovered()
+        if (self._fault_since is not None and self._wrote and not self._backlog
+                and not self._rotate_due):
+            self._recovered()  # writing again, proven by a write that worked
 
     def rotate(self) -> None:
         """Put the current file in place (readers see it from now on). A step that fails
@@ -208,6 +208,7 @@ class Journal:
             self._rotate_due = True
             return
         self._fd = self._part = None
+        self._wrote = True
         self._close_fd(fd)
         if self._size:
             self.counters["files"] += 1
@@ -287,6 +288,7 @@ class Journal:
         self._size += len(data)
         self._file_records += n
         self.counters["records"] += n
+        self._wrote = True
         if self._size >= self.max_bytes and not self._rotate_due:
             self.rotate()
         return True
@@ -297,10 +299,10 @@ class Journal:
         part = self.dir / name
         try:
             fd = OS.open(part, _OPEN_FLAGS, 0o644)
-        except FileNotFoundError:
+        except FileNotFoundError as e:  # the folder was removed: a fault, mended at once
+            self._fail("open a file", e)
             OS.makedirs(self.dir, exist_ok=True)
             fd = OS.open(part, _OPEN_FLAGS, 0o644)
-            log.warning("journal %s: the folder was gone; made it again", self.dir)
         self._fd, self._part = fd, part
         self._opened = time.monotonic()
         self._size = self._file_records = 0
@@ -400,11 +402,16 @@ class Journal:
         self._fail("keep the file", FileNotFoundError(errno.ENOENT, "the folder or the file "
                                                        "was removed"))
         self._bound_backlog()
+        try:
+            OS.makedirs(self.dir, exist_ok=True)
+        except OSError as e:
+            self._fail("make the folder", e)
 
     # -- fault bookkeeping
 
     def _fail(self, op: str, e: OSError) -> None:
         kind = errno_name(e)
+        self._wrote = False
         self.counters["write_errors"] += 1
         self.errors[kind] = self.errors.get(kind, 0) + 1
         self.last_error = "cannot %s: %s (%s)" % (op, e.strerror or e, kind)
