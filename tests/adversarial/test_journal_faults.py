@@ -379,3 +379,27 @@ def test_bridge_journal_on_a_full_file_system(tmp_path: Path, options: str, what
         journaled = _relayed_seqs(consumed + _files_records(jdir))
     _check(r, journaled)
     assert r["status"]["errors"].get("ENOSPC", 0) >= 2, r
+
+
+def test_the_journal_state_is_shown_in_the_status_line_and_the_view(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.view import render
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+
+    async def run() -> tuple[str, str]:
+        cfg = load_config(None, {"journal": str(blocker / "journal")})
+        async with Bridge(cfg) as bridge:  # starts: the journal is beside the relay
+            assert bridge.journal is not None
+            bridge.journal.record({"n": 1})
+            console = Console(record=True, width=400)
+            console.print(render(bridge))
+            return bridge.status(), console.export_text()
+
+    status, view = asyncio.run(run())
+    for text in (status, view):
+        assert "journal %s" % (blocker / "journal") in text, text
+        assert "1 held in memory" in text and "FAILING" in text and "ENOTDIR" in text, text
