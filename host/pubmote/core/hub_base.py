@@ -181,10 +181,11 @@ class HubBase:
         j = self.journal
         if j is None:
             return
-        rec: dict[str, Any] = {"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
-               "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
-               "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
-               "outcome": outcome}
+        rec: dict[str, Any] = {
+            "t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+            "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
+            "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
+            "outcome": outcome}
         if egress is None:
             rec["payload"] = msg.payload.hex()
         else:
