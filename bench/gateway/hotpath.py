@@ -40,6 +40,7 @@ async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
     hub = Hub()
     ep = sp_face.SpEndpoint(hub, "tcp://127.0.0.1:1", sp.PUB)
     hub.add_listener(ep.relay)
+    hub.add_flusher(ep.flush)  # as SpEndpoint.start does
     conn = sp_face._Conn(ep)
     conn.t = _Transport()  # type: ignore[assignment]
     conn.ready = True
@@ -71,7 +72,7 @@ async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
         for fr in frames:
             for f in faces:
                 f.feed(fr)
-            ep.flush()
+            hub.flush_relays()  # the end of a loop turn: SP writes, then the acks
 
     before = hub.counters["messages"]
     t0 = time.perf_counter()

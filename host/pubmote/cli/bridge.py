@@ -32,6 +32,9 @@ is GATEWAY/BOARD, GATEWAY, GATEWAY/*, * or */*; receivers get /pubmote/to/ADDRES
 CBOR map {a, o, t, p, ts} (address, originator, topic, body, ms).
 The TOML config takes the same names as the flags (sp_pub, sim_boards, mesh_peer, ...),
 at top level or in a [bridge] table; flags given on the command line override it.
+Ctrl-C and SIGTERM stop in order: nothing new is acked, everything acked is written to
+the SP subscribers (up to 2 s each), the journal is closed last; exit status 130 after
+Ctrl-C, 0 after SIGTERM (docs/guarantees.md).
 """
 
 

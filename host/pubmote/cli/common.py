@@ -1,5 +1,6 @@
 """What several `pubmote` commands share: a flag's JSON object, and running a coroutine
-until Ctrl-C or SIGTERM with every `finally` run."""
+until Ctrl-C or SIGTERM with every `finally` run (exit status 130 after Ctrl-C, 0 after
+SIGTERM)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,31 @@ def json_object(text: str | None, flag: str) -> dict[str, Any] | None:
     return value
 
 
+EXIT_SIGINT = 130  # 128 + SIGINT, as a shell reports an interrupted command
+EXIT_SIGTERM = 0  # a stop asked for by SIGTERM (systemd, docker stop) that went in order
+
+
 def run_until_interrupted(coro: Any) -> int:
-    """Run coro; SIGINT/SIGTERM cancel it so every `finally` runs and nothing is left behind."""
+    """Run coro; SIGINT and SIGTERM both cancel it once, so every `finally` runs (for the
+    bridge: its orderly stop, bridge.Bridge.stop). A second signal while it stops is
+    ignored, so it cannot cut that stop short (it is bounded in time). Exit status: 0
+    when coro ends or after SIGTERM, 130 after SIGINT, 1 for an OSError/ValueError."""
+    got: list[int] = []
 
     async def runner() -> None:
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
+
+        def on_signal(sig: int) -> None:
+            if got:
+                print("pubmote: already stopping (delivering what was acked first)",
+                      file=sys.stderr, flush=True)
+                return
+            got.append(sig)
+            task.cancel()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, on_signal, sig)
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
@@ -42,4 +60,6 @@ def run_until_interrupted(coro: Any) -> int:
     except (OSError, ValueError) as e:
         print("pubmote: %s" % e, file=sys.stderr)
         return 1
-    return 0
+    if got and got[0] == signal.SIGINT:
+        return EXIT_SIGINT
+    return EXIT_SIGTERM if got else 0

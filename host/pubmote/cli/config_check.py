@@ -18,7 +18,7 @@ class ConfigError(ValueError):
 _FLAG_NAMES = {"journal_max_age_s": "--journal-max-age", "mesh_topics": "--mesh-topic"}
 _TOML_ONLY = ("timeout_ms", "board_queue_len", "sp_buffer_bytes", "retained", "dht_key_file",
               "dht_pubkey", "dht_host", "dht_port", "dht_bootstrap", "dht_timeout_s",
-              "mesh_out_queue")
+              "mesh_out_queue", "journal_backlog_records", "journal_backlog_bytes")
 
 
 def _flag(key: str) -> str:
@@ -36,7 +36,8 @@ _LISTS = ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signe
           "mesh_listen", "mesh_peer", "realm_member", "mesh_topics", "retained",
           "dht_bootstrap")
 _INTS = ("sim_boards", "sim_period_ms", "journal_max_bytes", "timeout_ms", "board_queue_len",
-         "sp_buffer_bytes", "dht_port", "mesh_out_queue")
+         "sp_buffer_bytes", "dht_port", "mesh_out_queue", "journal_backlog_records",
+         "journal_backlog_bytes")
 _FLOATS = ("journal_max_age_s", "dht_timeout_s")
 _STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
          "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",
@@ -88,6 +89,10 @@ def check(cfg: dict[str, Any]) -> None:
         serial_port(spec)
     if cfg.get("keys"):
         _keys(cfg["keys"])
+    for key in ("journal_backlog_records", "journal_backlog_bytes"):
+        if cfg.get(key) is not None and cfg[key] < 1:
+            raise ConfigError("%s: at least 1, not %d (records the journal holds in memory "
+                              "while it cannot write)" % (_where(key), cfg[key]))
     if cfg.get("dht_port") is not None and not 0 <= cfg["dht_port"] <= 65535:
         raise ConfigError("%s: port %d is not 0..65535" % (_where("dht_port"), cfg["dht_port"]))
     for addr in cfg.get("mesh_listen", []):

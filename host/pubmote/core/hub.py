@@ -59,6 +59,8 @@ class Hub(NotifyIntake, Delivery):
                 sub.worker.cancel()
 
     def on_packet(self, face: HubFace, pkt: bytes) -> None:
+        if not self.intake_open:
+            return  # the bridge is stopping: nothing new comes in, nothing more is acked
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
         try:

@@ -71,12 +71,19 @@ class HubBase:
         self._inflight: set[bytes] = set()
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
         self._tasks: set[asyncio.Task[Any]] = set()
+        # acks wait for the end of the loop turn: every message relayed in the turn is
+        # written to its subscribers' sockets first (flush_relays), then the acks go out
+        self._flushers: list[Callable[[], None]] = []
+        self._acks: list[tuple[HubFace, bytes]] = []  # drained every turn
+        self._flush_due = False
+        self.intake_open = True  # False once the bridge stops: nothing new is taken in
         self._index: FilterIndex | None = None  # every subscriber's filters (publish)
         self._index_key: tuple[int, int, int] = (0, 0, 0)
         self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
                          "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
                          "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
-                         "inline_refused": 0, "batched": 0, "batch_refused": 0}
+                         "inline_refused": 0, "batched": 0, "batch_refused": 0,
+                         "journal_failures": 0, "refused_stopping": 0}
 
     def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")
@@ -102,7 +109,56 @@ class HubBase:
         return await fut
 
     def _ack(self, face: HubFace, notify_name: bytes) -> None:
-        face.send_packet(bytes(control.encode_ack(notify_name)))
+        self.ack_after_relay(face, bytes(control.encode_ack(notify_name)))
+
+    def ack_after_relay(self, face: HubFace, pkt: bytes) -> None:
+        """Send an ack (a notify's, a batch's ACKS) once everything relayed so far has been
+        written to every connected subscriber's socket (or its buffer there): acked means
+        handed on. Once intake has stopped, nothing more is acked."""
+        if not self.intake_open:
+            return
+        self._acks.append((face, pkt))
+        self.flush_soon()
+
+    def add_flusher(self, fn: Callable[[], None]) -> None:
+        """fn writes what a relay queued this turn (an SP PUB endpoint's flush); it runs at
+        the end of every turn that relayed or acked something, before the acks."""
+        self._flushers.append(fn)
+
+    def remove_flusher(self, fn: Callable[[], None]) -> None:
+        if fn in self._flushers:
+            self._flushers.remove(fn)
+
+    def flush_soon(self) -> None:
+        """Have flush_relays run at the end of this loop turn (once, however many ask)."""
+        if self._flush_due:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside a loop (a unit test): at once
+            self.flush_relays()
+            return
+        self._flush_due = True
+        loop.call_soon(self.flush_relays)
+
+    def flush_relays(self) -> None:
+        """Write what this turn relayed to the subscribers' sockets, then send the acks:
+        the order that makes an ack mean "handed on" (docs/guarantees.md)."""
+        self._flush_due = False
+        for fn in self._flushers:
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - one broken endpoint must not hold back acks
+                log.exception("flushing a relay failed")
+        acks, self._acks = self._acks, []
+        for face, pkt in acks:
+            face.send_packet(pkt)
+
+    def stop_intake(self) -> None:
+        """The first step of an orderly stop: from now on nothing new is relayed or acked
+        (packets from faces are dropped, publish refuses); what was acked before is still
+        queued and goes out with the next flush_relays."""
+        self.intake_open = False
 
     def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
         face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
@@ -125,22 +181,34 @@ class HubBase:
         j = self.journal
         if j is None:
             return
-        rec = {"t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
-               "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
-               "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
-               "outcome": outcome}
+        rec: dict[str, Any] = {
+            "t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+            "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
+            "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
+            "outcome": outcome}
         if egress is None:
             rec["payload"] = msg.payload.hex()
         else:
             rec["latency_ms"] = round((time.time() - msg.t_recv) * 1000, 3)
-        j.record(rec)
+        self._journal_record(j, rec)
+
+    def _journal_record(self, j: Journal, rec: dict[str, Any]) -> None:
+        # the journal is beside the relay, never in its way: it holds what the disk refuses
+        # itself, and any other failure of it is counted here, not raised into the relay
+        try:
+            j.record(rec)
+        except Exception:  # noqa: BLE001
+            self.counters["journal_failures"] += 1
+            if self.counters["journal_failures"] == 1:
+                log.exception("journal failed (counted in journal_failures)")
 
     def _journal_event(self, outcome: str, origin: str, ingress: str, **extra: Any) -> None:
         """A journal record about a board rather than a message (board_up, board_down,
         fetch_failed), timed now."""
         if self.journal is not None:
-            self.journal.record({"t_bridge": round(time.time() * 1000, 3), "origin": origin,
-                                 "ingress": ingress, "outcome": outcome, **extra})
+            self._journal_record(self.journal, {
+                "t_bridge": round(time.time() * 1000, 3), "origin": origin,
+                "ingress": ingress, "outcome": outcome, **extra})
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         t = asyncio.get_running_loop().create_task(coro)
@@ -159,7 +227,11 @@ class HubBase:
         """Relay one message to every listener and every board whose filters match.
 
         With `boards` (names), to exactly those boards instead (a directed message), and to
-        listeners and NDN apps only if `listeners`; publish hooks are skipped then."""
+        listeners and NDN apps only if `listeners`; publish hooks are skipped then.
+        Once intake has stopped (stop_intake), refused and counted."""
+        if not self.intake_open:
+            self.counters["refused_stopping"] += 1
+            return
         if boards is None:
             for hook in self._publish_hooks:
                 try:

@@ -1,6 +1,7 @@
 """Board -> hub: the hub as the NDN notify subscriber. A board's notify is answered by a
 fetch of the message (or the message carried inline), the message is handed on, then the
-notify is acked; duplicates are acked again and not relayed twice."""
+notify is acked; duplicates are acked again and not relayed twice. An ack leaves only after
+the turn's relays are written to the subscribers' sockets (HubBase.ack_after_relay)."""
 
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ class NotifyIntake(HubBase):
                 b.last[msg.topic] = payload
                 b.last_seen = time.time()
             self.publish(msg)
-            # ack only after the message is handed to every subscriber: an acked message
-            # is never lost by a crash of the board
+            # acked once the message is written to every connected subscriber's socket (or
+            # queued there): an acked message is never lost by a crash of the board
             self._ack(face, notify_name)
         finally:
             self._inflight.discard(key)
@@ -69,8 +70,9 @@ class NotifyIntake(HubBase):
     def _on_batch(self, face: HubFace, pkt: bytes) -> None:
         """A BATCH frame (docs/protocols/link-batch.md): relay each new message, then ack
         all of them in one ACKS frame. Relaying is synchronous (publish() hands a message to
-        every subscriber's queue before it returns), so every seq acked here has been
-        handed on: the guarantee of an NDN notify's ack."""
+        every subscriber's queue before it returns) and the ACKS frame leaves after those
+        queues are written to the subscribers' sockets (ack_after_relay), so every seq acked
+        here has been handed on: the guarantee of an NDN notify's ack."""
         b = self.boards.get(face.board or "")
         if b is None or not b.batch or b.face is not face:
             # not (or no longer) agreed with this board, e.g. a bridge that restarted: no
@@ -116,7 +118,7 @@ class NotifyIntake(HubBase):
         if acked:
             ack = bytearray(batch.HEADER + 6 * len(acked))
             off = batch.add_acks(ack, batch.begin(ack, batch.ACKS, epoch), acked)
-            face.send_packet(bytes(memoryview(ack)[:off]))
+            self.ack_after_relay(face, bytes(memoryview(ack)[:off]))
 
     def _batch_refused(self, board: str, topic: memoryview) -> bool:
         # a board without a key publishes no batch record to a topic that needs signing

@@ -143,7 +143,6 @@ class SpEndpoint:
         # it to the subscribers' sockets
         self.latency = LatencyHist()
         self._t_pending: list[float] = []  # read times of this turn's messages
-        self._flush_due = False
 
     async def start(self) -> None:
         self.server = await _serve(self.url, self.proto, lambda: _Conn(self))
@@ -152,6 +151,7 @@ class SpEndpoint:
             self._ipc = where, unixpath.identity(where)
         if self.proto == sp.PUB:
             self.hub.add_listener(self.relay)
+            self.hub.add_flusher(self.flush)
 
     def relay(self, msg: Message) -> None:
         line = msg.line()
@@ -172,13 +172,12 @@ class SpEndpoint:
                 self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
         if queued:
             self._t_pending.append(msg.t_recv)
-            if not self._flush_due:
-                self._flush_due = True
-                asyncio.get_running_loop().call_soon(self.flush)
+            # the hub writes them at the end of the turn, before it sends any ack
+            self.hub.flush_soon()
 
     def flush(self) -> None:
-        """Hand this turn's frames to every subscriber's socket, one write each."""
-        self._flush_due = False
+        """Hand this turn's frames to every subscriber's socket, one write each (the hub
+        calls it at the end of every turn, before the turn's acks leave)."""
         for c in self.conns:
             c.flush()
         if self._t_pending:
@@ -219,6 +218,8 @@ class SpEndpoint:
             self.hub.remove_listener(self.relay)
         if self.server is not None:
             self.server.close()
+        self.hub.flush_relays()  # this endpoint's frames, and the acks waiting behind them
+        self.hub.remove_flusher(self.flush)
         self.flush()
         deadline = asyncio.get_running_loop().time() + flush_s
         while any(c.t is not None and c.t.get_write_buffer_size() for c in self.conns):

@@ -43,6 +43,10 @@ DEFAULTS: dict[str, Any] = {
     "journal_max_bytes": 8 << 20,
     "journal_max_age_s": 60.0,
     "journal_fsync": "rotate",
+    # records held in memory while the journal cannot write (core/journal.py); beyond,
+    # the oldest are dropped and counted in records_lost
+    "journal_backlog_records": 65536,
+    "journal_backlog_bytes": 16 << 20,
     "sim_boards": 0,
     "sim_kind": "unix",
     "sim_dir": None,
@@ -179,8 +183,10 @@ class Bridge:
         if cfg["journal"]:
             self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
                                    max_age_s=float(cfg["journal_max_age_s"]),
-                                   fsync=str(cfg["journal_fsync"]))
-            self.journal.open()
+                                   fsync=str(cfg["journal_fsync"]),
+                                   backlog_records=int(cfg["journal_backlog_records"]),
+                                   backlog_bytes=int(cfg["journal_backlog_bytes"]))
+            self.journal.open()  # a folder it cannot write is a fault it retries, not an error
             self.hub.journal = self.journal
             self._tasks.append(asyncio.create_task(self._journal_ticks()))
         if cfg["trace"]:
@@ -238,7 +244,10 @@ class Bridge:
         while True:
             await asyncio.sleep(1.0)
             if self.journal is not None:
-                self.journal.tick()
+                try:
+                    self.journal.tick()
+                except Exception:  # noqa: BLE001 - the ticks (and the retries) go on
+                    log.exception("journal tick failed")
 
     def _stream_state(self, face: BoardFace) -> None:
         if face.up and face not in self.faces:
@@ -279,6 +288,8 @@ class Bridge:
             else:
                 parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
                     ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
+        if self.journal is not None:
+            parts.append(self.journal.status_line())
         return "; ".join(parts)
 
     async def wait(self) -> None:
@@ -286,14 +297,20 @@ class Bridge:
         await asyncio.Event().wait()
 
     async def stop(self) -> None:
+        """Stop in the order that keeps the promise of an ack (docs/guarantees.md): take
+        nothing new in (from any face, SP or the mesh: no more acks), write everything
+        acked to the connected SP subscribers (waiting a bounded time for them to take
+        it), then close the rest; the journal is closed last, with every record."""
+        self.hub.stop_intake()
+        self.hub.flush_relays()
+        for ep in self.sp:
+            await ep.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         for f in self.faces:
             f.close()
-        for ep in self.sp:
-            await ep.close()
         for ndn in self.ndn:
             await ndn.close()
         for s in self.servers:

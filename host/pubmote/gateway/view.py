@@ -72,6 +72,8 @@ def render(bridge: Bridge) -> Group:
     parts: list[object] = [boards, topics, foot]
     if sp_line:
         parts.append(sp_line)
+    if bridge.journal is not None:
+        parts.append(bridge.journal.status_line())
     parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
     return Group(*parts)  # type: ignore[arg-type]
 

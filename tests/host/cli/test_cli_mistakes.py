@@ -67,6 +67,10 @@ def test_dht_node_port_above_65535(tmp_path: Path) -> None:
     ('sim_boards = 1\nsim_kind = "esp32"\n', ("TOML key sim_kind", "unix, pico", "'esp32'")),
     ("sim_boards = 1 x\n", ("--config", "not valid TOML", "line 1")),
     ('sim_boards = 1\ngatway = "typo"\n', ("unknown keys", "gatway")),
+    ("sim_boards = 1\njournal_backlog_records = 0\n",
+     ("TOML key journal_backlog_records", "at least 1")),
+    ('sim_boards = 1\njournal_backlog_bytes = "16M"\n',
+     ("TOML key journal_backlog_bytes", "whole number")),
 ])
 def test_wrong_toml(tmp_path: Path, toml: str, needles: tuple[str, ...]) -> None:
     conf = tmp_path / "gw.toml"

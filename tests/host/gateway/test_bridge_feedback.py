@@ -82,7 +82,7 @@ def test_no_view_tells_what_is_wrong_and_what_happens(tmp_path: Path, verbosity:
         else:
             assert "message /feedback/topic" not in text
         p.send_signal(signal.SIGINT)
-        assert p.wait(30) == 0
+        assert p.wait(30) == 130
         text = log.read_text()
         summary = [line for line in text.splitlines() if " summary: " in line]
         assert len(summary) == 1, text[-2000:]
