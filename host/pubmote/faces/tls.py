@@ -266,6 +266,11 @@ class BoardPort(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timer()
+        if self.tls is not None and self._face is None and not self._done:
+            # the peer hung up mid-handshake: a board that did not trust this gateway
+            self.guard.note(self._source, "tls_failed", "the peer closed the connection "
+                            "during the TLS handshake (does it trust this gateway's "
+                            "certificate?)")
         self._done = True
         self.raw = None
         face, self._face = self._face, None

@@ -244,6 +244,11 @@ class Bridge:
             self.servers.append(srv)
         for spec in cfg["udp"]:
             host, port = parse_hostport(spec)
+            # UDP is never encrypted here (no DTLS on the gateway): say what protects it
+            log.warning("UDP board face %s: not encrypted (readings and commands in clear); "
+                        "%s", spec, "boards with a key in --keys sign what they send"
+                        if cfg["keys"] else "and not authenticated: give boards keys "
+                        "(pubmote deploy --key-file, bridge --keys)")
             transport, proto = await loop.create_datagram_endpoint(
                 lambda: UdpServer(self.hub.on_packet, self.hub.face_state),
                 local_addr=(host, port))
