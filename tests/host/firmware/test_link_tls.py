@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,30 @@ def test_no_tls_import_outside_the_tls_link() -> None:
              and f.name == "open"]
     assert any(isinstance(n, ast.Import) and n.names[0].name == "tls"
                for n in ast.walk(opens[0]))
+
+
+def test_closing_a_tcp_link_closes_its_socket_at_once() -> None:
+    # MicroPython's Stream.close() leaves the socket open: a link that relied on it held
+    # every dropped connection's socket (and with TLS mbedTLS's buffers) until a gc
+    exe = str(Path(sys.executable).parent / "micropython")
+    path = ".frozen:%s:%s" % (ROOT / "shared", ROOT / "firmware")
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        port = srv.getsockname()[1]
+        script = ("import asyncio, time\nfrom pubmote_node.link_net import TcpLink\n"
+                  "async def main():\n    l = TcpLink('127.0.0.1', %d)\n    await l.open()\n"
+                  "    l.close()\n    print('CLOSED')\n    time.sleep(20)\n"
+                  "asyncio.run(main())\n" % port)
+        board = subprocess.Popen([exe, "-c", script], stdout=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, MICROPYPATH=path))
+        try:
+            srv.settimeout(30)
+            conn, _ = srv.accept()
+            with conn:
+                assert board.stdout is not None and board.stdout.readline() == "CLOSED\n"
+                conn.settimeout(10)  # the board sleeps 20 s without collecting garbage
+                assert conn.recv(16) == b""  # the board hung up
+        finally:
+            board.kill()
+            board.wait()
