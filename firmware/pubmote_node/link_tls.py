@@ -5,9 +5,11 @@
 # module, only for a config with "tls": a board without it loads none of it.
 import asyncio
 
+from pubmote_wire.compat import const
+
 from .link_net import TcpLink
 
-_HANDSHAKE_TIMEOUT_MS = 20000  # a Pico W verifies an ECDSA P-256 certificate in seconds
+_HANDSHAKE_TIMEOUT_MS = const(20000)  # a Pico W verifies an ECDSA P-256 certificate in seconds
 
 _said = [None]  # the last refusal printed: a board retrying every few seconds says it once
 
