@@ -122,6 +122,7 @@ bench: setup firmware
 	$(PY) bench/board_link/run.py
 	$(PY) bench/gateway/run.py
 	$(PY) bench/firmware/run.py
+	$(PY) bench/firmware/tls_link.py
 	$(PY) bench/firmware/pico.py
 	$(PY) bench/ndn/run.py
 	$(PY) bench/mesh/run.py

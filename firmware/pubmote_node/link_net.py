@@ -28,9 +28,16 @@ class TcpLink:
         if self._w is not None:
             try:
                 self._w.close()
+                # MicroPython's Stream.close() leaves the socket open (its wait_closed()
+                # closes it): close it now, or each reconnect holds a socket (and with TLS
+                # mbedTLS's ~24 kB of buffers) until the garbage collector finds it
+                s = getattr(self._w, "s", None)
+                if s is not None:
+                    s.close()
             except OSError:
                 pass
             self._w = None
+            self._r = None
 
 
 class UdpLink:

@@ -5,7 +5,9 @@
 
 
 def from_config(cfg):
-    """Build the link a board's config names: {"link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...}.
+    """Build the link a board's config names: {"link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...};
+    a tcp link with "tls": 1 verifies the gateway by "tls_ca" (its certificate, DER in hex,
+    and "tls_name", the name in it) or "tls_fingerprint" (its SHA-256 in hex).
     Each kind lives in its own module, imported here: a board loads only its link's code."""
     kind = cfg.get("link", "pty")
     if kind == "pty":
@@ -20,11 +22,19 @@ def from_config(cfg):
         from .link_stdio import StdioLink
 
         return StdioLink()
+    if kind == "tcp" and cfg.get("tls"):
+        from .link_tls import TlsLink  # the tls module itself is imported when it opens
+
+        return TlsLink(cfg["host"], cfg["port"], cfg.get("tls_ca"), cfg.get("tls_fingerprint"),
+                       cfg.get("tls_name"), cfg.get("tls_timeout_ms", 20000))
     if kind == "tcp":
         from .link_net import TcpLink
 
         return TcpLink(cfg["host"], cfg["port"])
     if kind == "udp":
+        if cfg.get("tls"):  # never fall back to clear text when the config asked for TLS
+            raise ValueError("tls: the udp link is not encrypted (the bridge has no DTLS); "
+                             "use the tcp link for TLS")
         from .link_net import UdpLink
 
         return UdpLink(cfg["host"], cfg["port"])

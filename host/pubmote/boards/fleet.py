@@ -8,8 +8,27 @@ from pathlib import Path
 from typing import Any
 
 from pubmote.boards.sim import SimBoard, micropython_exe
+from pubmote.core.addresses import parse_hostport
+from pubmote.core.tlscert import board_settings
 
 SIM_KINDS = ("unix", "pico")
+
+
+def network_link(cfg: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """The simulated boards' config for a tcp or udp link (`"link": "tcp"` in
+    sim_app_config): the bridge's first face of that kind unless host/port are given, and on
+    a --tcp face with a certificate, TLS that verifies it, as `pubmote deploy
+    --gateway-cert` would install it."""
+    link = extra.get("link")
+    if link not in ("tcp", "udp"):
+        return extra
+    if "port" not in extra and cfg.get(link):
+        host, port = parse_hostport(cfg[link][0])
+        extra["port"] = port
+        extra.setdefault("host", {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host))
+    if link == "tcp" and cfg.get("tcp_tls_cert") and "tls" not in extra:
+        extra.update(board_settings(cfg["tcp_tls_cert"]))
+    return extra
 
 
 class SimFleet:
@@ -30,7 +49,7 @@ class SimFleet:
         fleet = cls(int(cfg["sim_boards"]), Path(workdir), kind=cfg["sim_kind"],
                     period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
                     app_dir=Path(app_dir) if app_dir else None,
-                    extra=dict(cfg["sim_app_config"]))
+                    extra=network_link(cfg, dict(cfg["sim_app_config"])))
         fleet._tmp = tmp
         return fleet
 

@@ -54,6 +54,7 @@ def check_config(profile: dict[str, Any], cfg: dict[str, Any]) -> None:
 
     check_values(cfg)
     link = cfg["link"]
+    _check_tls(cfg)
     if link not in ("tcp", "udp"):
         return
     host = cfg.get("host")
@@ -75,3 +76,33 @@ def check_config(profile: dict[str, Any], cfg: dict[str, Any]) -> None:
     if pw is not None and (not isinstance(pw, str) or not (pw == "" or 8 <= len(pw) <= 63)):
         raise ValueError("password: a WPA2 password has 8 to 63 characters (leave it out for "
                          "an open network): --set password=PASSWORD")
+
+
+def _check_tls(cfg: dict[str, Any]) -> None:
+    """TLS settings the firmware's tcp link can use: on a tcp link only, with exactly one
+    way to verify the gateway (its certificate in DER hex, or its SHA-256 in hex)."""
+    if not cfg.get("tls"):
+        for key in ("tls_ca", "tls_fingerprint"):
+            if cfg.get(key):
+                raise ValueError("%s is set but tls is off: --set tls=1 (or leave %s out)"
+                                 % (key, key))
+        return
+    if cfg["link"] != "tcp":
+        raise ValueError("tls: only the tcp link is encrypted (udp has no DTLS with the "
+                         "bridge; serial links are wired): use --link tcp")
+    ca, pin = cfg.get("tls_ca"), cfg.get("tls_fingerprint")
+    if bool(ca) == bool(pin):
+        raise ValueError("tls: give the gateway's certificate or its fingerprint, one of the "
+                         "two: --gateway-cert FILE (from `pubmote tls init`), or --set "
+                         "tls_fingerprint=SHA256 (`pubmote tls show CERT`)")
+    for key, value in (("tls_ca", ca), ("tls_fingerprint", pin)):
+        if not value:
+            continue
+        try:
+            raw = bytes.fromhex(value) if isinstance(value, str) else b""
+        except ValueError:
+            raw = b""
+        if not raw or (key == "tls_fingerprint" and len(raw) != 32):
+            raise ValueError("%s: expected %s in hex" % (
+                key, "a SHA-256 (64 digits)" if key == "tls_fingerprint"
+                else "the certificate's DER"))

@@ -15,6 +15,9 @@ examples:
   pubmote bridge --sim-boards 2                    two simulated boards, live view
   pubmote bridge --serial /dev/ttyUSB0:115200 --sp-pub tcp://127.0.0.1:5560
   pubmote bridge --config gateway.toml --no-view
+  pubmote tls init --dir ~/.config/pubmote/tls     then, for encrypted WiFi boards:
+  pubmote bridge --tcp 0.0.0.0:6365 --tcp-tls-cert ~/.config/pubmote/tls/gateway.crt \
+      --tcp-tls-key ~/.config/pubmote/tls/gateway.key
   pubmote bridge --sim-boards 1 --name gw1 --mesh-listen /ip4/0.0.0.0/tcp/4001
   pubmote bridge --sim-boards 1 --name gw2 --mesh-key-file gw2.key \\
       --mesh-listen /ip4/0.0.0.0/tcp/4002 --mesh-peer /ip4/127.0.0.1/tcp/4001/p2p/PEERID
@@ -69,7 +72,24 @@ def register(sub: Any) -> None:
     b.add_argument("--udp", action="append", default=[], metavar="HOST:PORT",
                    help="listen for boards over UDP (WiFi boards; repeatable)")
     b.add_argument("--tcp", action="append", default=[], metavar="HOST:PORT",
-                   help="listen for boards over TCP (WiFi boards; repeatable)")
+                   help="listen for boards over TCP (WiFi boards; repeatable); with "
+                        "--tcp-tls-cert, encrypted")
+    tls = b.add_argument_group(
+        "encrypted WiFi board links (README: TLS for WiFi boards; docs/security.md)")
+    tls.add_argument("--tcp-tls-cert", metavar="FILE",
+                     help="TLS on the --tcp face with this certificate (PEM). Make one with "
+                          "`pubmote tls init --dir DIR`, then deploy boards with "
+                          "`pubmote deploy --link tcp --gateway-cert DIR/gateway.crt` so "
+                          "they verify this gateway")
+    tls.add_argument("--tcp-tls-key", metavar="FILE",
+                     help="the certificate's private key (PEM; refused unless mode 0600)")
+    tls.add_argument("--board-links-require-encryption", action=argparse.BooleanOptionalAction,
+                     default=None,
+                     help="refuse board links that are not encrypted: plaintext boards on "
+                          "--tcp are counted and refused, and --udp (not encryptable) stops "
+                          "the start. Default: on when --tcp-tls-cert is given; "
+                          "--no-board-links-require-encryption accepts clear boards beside "
+                          "TLS ones while boards are moved over")
     b.add_argument("--sp-pub", action="append", default=[], metavar="URL",
                    help="bind an SP PUB endpoint (tcp://HOST:PORT or ipc:///PATH; "
                         "repeatable) where nanomsg/nng SUB sockets receive "
@@ -151,7 +171,9 @@ def _bridge(args: argparse.Namespace) -> int:
         "sim_app_dir": args.sim_app_dir,
         "sim_app_config": args.sim_app_config,
         "serial": args.serial, "udp": args.udp,
-        "tcp": args.tcp, "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
+        "tcp": args.tcp, "tcp_tls_cert": args.tcp_tls_cert, "tcp_tls_key": args.tcp_tls_key,
+        "board_links_require_encryption": args.board_links_require_encryption,
+        "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
         "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
         "require_signed": args.require_signed, "journal": args.journal,
         "journal_max_bytes": args.journal_max_bytes,

@@ -41,7 +41,8 @@ _INTS = ("sim_boards", "sim_period_ms", "journal_max_bytes", "timeout_ms", "boar
 _FLOATS = ("journal_max_age_s", "dht_timeout_s")
 _STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
          "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",
-         "dht_host", "sim_kind")
+         "dht_host", "sim_kind", "tcp_tls_cert", "tcp_tls_key")
+_BOOLS = ("board_links_require_encryption",)
 
 
 def check(cfg: dict[str, Any]) -> None:
@@ -62,6 +63,10 @@ def check(cfg: dict[str, Any]) -> None:
         v = cfg.get(key)
         if v is not None and not isinstance(v, str):
             raise ConfigError("%s: expected text, got %r" % (_where(key), v))
+    for key in _BOOLS:
+        v = cfg.get(key)
+        if v is not None and not isinstance(v, bool):
+            raise ConfigError("%s: expected true or false, got %r" % (_where(key), v))
     if not isinstance(cfg.get("sim_app_config", {}), dict):
         raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
                           % (_where("sim_app_config"), cfg["sim_app_config"]))
@@ -93,6 +98,7 @@ def check(cfg: dict[str, Any]) -> None:
         if cfg.get(key) is not None and cfg[key] < 1:
             raise ConfigError("%s: at least 1, not %d (records the journal holds in memory "
                               "while it cannot write)" % (_where(key), cfg[key]))
+    _board_link_tls(cfg)
     if cfg.get("dht_port") is not None and not 0 <= cfg["dht_port"] <= 65535:
         raise ConfigError("%s: port %d is not 0..65535" % (_where("dht_port"), cfg["dht_port"]))
     for addr in cfg.get("mesh_listen", []):
@@ -191,6 +197,21 @@ def _keys(path: str) -> None:
         raise ConfigError("--keys %s: %s" % (path, e.why)) from None
     except ValueError as e:  # a key file others may read: the message names it
         raise ConfigError("--keys: %s" % e) from None
+
+
+def _board_link_tls(cfg: dict[str, Any]) -> None:
+    """The --tcp face's certificate and key (readable, a pair, the key private), and
+    whether the board faces can be as encrypted as the configuration requires."""
+    from pubmote.core.tlscert import check_key_file, load_cert
+    from pubmote.gateway.bridge import board_links_encrypted
+
+    try:
+        board_links_encrypted(cfg)
+        if cfg.get("tcp_tls_cert"):
+            load_cert(cfg["tcp_tls_cert"])
+            check_key_file(cfg["tcp_tls_key"])
+    except ValueError as e:  # CertError too
+        raise ConfigError(str(e)) from None
 
 
 def _why(e: ValueError) -> str:

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+_DEFAULT_CERT = os.path.join("~", ".config", "pubmote", "tls", "gateway.crt")
+
 
 def register(sub: Any) -> None:
     """Add `deploy` to the `pubmote` parser."""
@@ -32,6 +34,11 @@ def register(sub: Any) -> None:
                     help="give the board a key from FILE (made there if the board has none; "
                          "mode 0600): it then signs with HmacWithSha256; the bridge takes "
                          "the same file with --keys")
+    dp.add_argument("--gateway-cert", metavar="FILE",
+                    help="the bridge's TLS certificate (`pubmote tls init`; the bridge's "
+                         "--tcp-tls-cert): a tcp board then talks TLS and trusts only this "
+                         "gateway. Default with --link tcp: %s when it exists; none: a "
+                         "plaintext tcp board" % _DEFAULT_CERT)
     dp.add_argument("--timeout", type=float, default=60, metavar="S",
                     help="give up when the board does not answer a step within S seconds "
                          "(default 60)")
@@ -73,6 +80,7 @@ def _deploy(args: argparse.Namespace) -> int:
             return 2
         settings["key"] = key.hex()
     try:
+        settings.update(_gateway_cert(args))
         counts = deploy(args.port, args.board, args.name, link=args.link, settings=settings,
                         timeout_s=args.timeout)
         if not args.no_reset:
@@ -91,3 +99,26 @@ def _deploy(args: argparse.Namespace) -> int:
     print("deployed %s: %d copied, %d unchanged%s" % (
         args.name, counts["copied"], counts["unchanged"], "" if args.no_reset else ", reset"))
     return 0
+
+
+def _gateway_cert(args: argparse.Namespace) -> dict[str, Any]:
+    """The board's TLS settings from --gateway-cert (or the default certificate, for a tcp
+    board, when `pubmote tls init` made one); ValueError for a link TLS cannot cover."""
+    from pubmote.core.tlscert import board_settings
+
+    given = args.gateway_cert
+    if given is not None and given.lower() == "none":
+        return {}
+    if args.link != "tcp":
+        if given is not None:
+            raise ValueError("--gateway-cert: only --link tcp is encrypted (udp links are "
+                             "authenticated by --key-file, not encrypted)")
+        return {}
+    path = given or os.path.expanduser(_DEFAULT_CERT)
+    if given is None and not os.path.exists(path):
+        return {}
+    settings = board_settings(path)
+    if given is None:
+        print("TLS: the board will trust the gateway certificate %s (--gateway-cert none: "
+              "no TLS)" % path)
+    return settings

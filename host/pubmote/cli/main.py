@@ -15,8 +15,8 @@ from pubmote import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "pubmote.cli.bridge", "pubmote.cli.sim", "pubmote.cli.firmware", "pubmote.cli.flash",
     "pubmote.cli.deploy", "pubmote.cli.simdev", "pubmote.cli.dissect",
-    "pubmote.cli.pipeline", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.sub",
-    "pubmote.cli.pub")
+    "pubmote.cli.pipeline", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.tls",
+    "pubmote.cli.sub", "pubmote.cli.pub")
 
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT

@@ -20,6 +20,7 @@ from pubmote.faces.ndn import NdnFaceServer
 from pubmote.faces.serial import SerialFace
 from pubmote.faces.sp import SpEndpoint
 from pubmote.faces.stream import StreamFace
+from pubmote.faces.tls import BoardPort, LinkGuard, server_context
 from pubmote.faces.udp import UdpServer
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
@@ -33,6 +34,12 @@ DEFAULTS: dict[str, Any] = {
     "serial": [],
     "udp": [],
     "tcp": [],
+    # TLS on the --tcp board face (docs/security.md, Board links): the gateway's certificate
+    # and key (`pubmote tls init`); encryption required on board links: None = yes when a
+    # certificate is given (then plaintext TCP boards and every UDP face are refused)
+    "tcp_tls_cert": None,
+    "tcp_tls_key": None,
+    "board_links_require_encryption": None,
     "sp_pub": [],
     "sp_sub": [],
     "ndn_face": [],
@@ -120,6 +127,31 @@ def load_config(path: str | None, overrides: dict[str, Any],
     return cfg
 
 
+def board_links_encrypted(cfg: dict[str, Any]) -> bool:
+    """Whether the configuration requires encrypted board links (explicitly, or by giving
+    the --tcp face a certificate); ValueError, one line, for a combination that cannot
+    work: a certificate without its key, encryption required of a --tcp face without a
+    certificate, or of a --udp face (UDP links are authenticated, never encrypted)."""
+    cert, key = cfg.get("tcp_tls_cert"), cfg.get("tcp_tls_key")
+    if bool(cert) != bool(key):
+        raise ValueError("--tcp-tls-cert and --tcp-tls-key go together (the gateway's "
+                         "certificate and its private key; `pubmote tls init` makes both)")
+    require = cfg.get("board_links_require_encryption")
+    if require is None:
+        require = bool(cert)
+    if require and cfg.get("tcp") and not cert:
+        raise ValueError("--board-links-require-encryption: the --tcp face has no "
+                         "certificate; give --tcp-tls-cert FILE --tcp-tls-key FILE (make "
+                         "them with `pubmote tls init --dir DIR`)")
+    if require and cfg.get("udp"):
+        raise ValueError("--udp %s: UDP board links are authenticated (board keys) but not "
+                         "encrypted, and board links must be encrypted here (the default "
+                         "once --tcp-tls-cert is given): move these boards to --tcp with TLS, "
+                         "or accept them in clear with --no-board-links-require-encryption"
+                         % ", ".join(cfg["udp"]))
+    return bool(require)
+
+
 class BoardSource(Protocol):
     """Boards that start and stop with the bridge (`pubmote bridge --sim-boards`: the
     simulated fleet). The bridge opens their serial ports; the others dial its faces."""
@@ -148,6 +180,7 @@ class Bridge:
         self.tracer: Tracer | None = None
         self.journal: Journal | None = None
         self.servers: list[asyncio.AbstractServer | asyncio.DatagramTransport] = []
+        self.link_guard: LinkGuard | None = None  # the --tcp face's TLS, when configured
         self.fleet = fleet
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
@@ -175,6 +208,13 @@ class Bridge:
     async def start(self) -> None:
         cfg = self.cfg
         loop = asyncio.get_running_loop()
+        # board-link encryption first: a configuration that cannot hold it binds nothing
+        require_tls = board_links_encrypted(cfg)
+        if cfg["tcp_tls_cert"]:
+            ctx = server_context(str(cfg["tcp_tls_cert"]), str(cfg["tcp_tls_key"]))
+            self.link_guard = LinkGuard(ctx, require_tls)
+            log.info("TCP board face: TLS with %s; plaintext boards %s", cfg["tcp_tls_cert"],
+                     "refused" if require_tls else "accepted too")
         if cfg["keys"] or cfg["require_signed"]:
             keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
             self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]])
@@ -206,14 +246,17 @@ class Bridge:
             self.sp.append(ep)
         for spec in cfg["tcp"]:
             host, port = parse_hostport(spec)
-            log_exposure(log, "the board TCP face", spec, host, self._board_trust())
-            srv = await loop.create_server(
-                lambda: StreamFace(self.hub.on_packet, self._stream_state), host, port,
-                reuse_address=True)
+            log_exposure(log, "the board TCP face", spec, host, "%s; %s" % (
+                "TLS with the gateway's certificate" if cfg.get("tcp_tls_cert")
+                else "not encrypted (readings and commands in clear)", self._board_trust()))
+            srv = await loop.create_server(self._tcp_protocol, host, port, reuse_address=True)
             self.servers.append(srv)
         for spec in cfg["udp"]:
             host, port = parse_hostport(spec)
-            log_exposure(log, "the board UDP face", spec, host, self._board_trust())
+            # UDP is never encrypted here (no DTLS on the gateway): said where it is exposed
+            log_exposure(log, "the board UDP face", spec, host,
+                         "not encrypted (readings and commands in clear); "
+                         + self._board_trust())
             transport, proto = await loop.create_datagram_endpoint(
                 lambda: UdpServer(self.hub.on_packet, self.hub.face_state),
                 local_addr=(host, port))
@@ -249,6 +292,14 @@ class Bridge:
                 except Exception:  # noqa: BLE001 - the ticks (and the retries) go on
                     log.exception("journal tick failed")
 
+    def _tcp_protocol(self) -> asyncio.Protocol:
+        def face() -> StreamFace:
+            return StreamFace(self.hub.on_packet, self._stream_state)
+
+        if self.link_guard is None:
+            return face()
+        return BoardPort(self.link_guard, face)
+
     def _stream_state(self, face: BoardFace) -> None:
         if face.up and face not in self.faces:
             self.faces.append(face)
@@ -278,6 +329,8 @@ class Bridge:
         parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (
             c["messages"], c["bad_packets"], c["fetch_failed"],
             sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
+        if self.link_guard is not None:
+            parts.append(self.link_guard.summary())
         for ep in self.sp:
             if ep.proto == sp.PUB:
                 parts.append("SP PUB %s: %d clients, %d sent in %d writes, %d dropped, "
