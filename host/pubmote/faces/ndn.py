@@ -70,7 +70,7 @@ class NdnAppFace(asyncio.Protocol):
         self.tracer: Any = None
         self._t: asyncio.Transport | None = None
         self.counters = {"rx_packets": 0, "tx_packets": 0, "tx_dropped": 0, "bad_streams": 0,
-                         "opens": 1}
+                         "opens": 1, "rx_errors": 0}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._t = transport  # type: ignore[assignment]
@@ -86,9 +86,15 @@ class NdnAppFace(asyncio.Protocol):
             if self._t is not None:
                 self._t.close()
             return
-        for pkt in pkts:
-            self.counters["rx_packets"] += 1
-            self.on_packet(self, pkt)
+        try:
+            for pkt in pkts:
+                self.counters["rx_packets"] += 1
+                self.on_packet(self, pkt)
+        except Exception:  # noqa: BLE001 - nothing an app sends may end the bridge
+            self.counters["rx_errors"] += 1
+            log.exception("%s: handling a packet failed; closing it", self.label)
+            if self._t is not None:
+                self._t.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._t = None

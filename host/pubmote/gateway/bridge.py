@@ -270,7 +270,22 @@ class Bridge:
             else:
                 parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
                     ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
+        errors = self.internal_errors()
+        if errors:
+            parts.append("internal errors %d (contained; see the log)" % errors)
         return "; ".join(parts)
+
+    def internal_errors(self) -> int:
+        """Failures of the bridge's own code on some input (a listener, a hook, a packet
+        or message handler, a task), each contained where it happened and counted there."""
+        c = self.hub.counters
+        n = c["listener_errors"] + c["hook_errors"] + c["packet_errors"] + c["task_errors"]
+        n += sum(ep.counters["errors"] for ep in self.sp)
+        n += sum(int(f.counters.get("rx_errors", 0)) for f in self.all_faces())
+        if self.retained is not None:
+            d: dict[str, int] = self.retained.node.counters
+            n += d["rx_failed"] + d["task_failed"] + d["handler_failed"]
+        return n
 
     async def wait(self) -> None:
         """Run until cancelled."""
