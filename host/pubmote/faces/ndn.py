@@ -138,6 +138,7 @@ class NdnFaceServer:
         self.faces: dict[int, NdnAppFace] = {}
         self.refused = 0
         self.bad_streams = 0  # malformed streams of apps since gone
+        self.rx_errors = 0  # packets of apps since gone that our code failed on
         self.server: asyncio.AbstractServer | None = None
 
     def _factory(self) -> asyncio.Protocol:
@@ -152,6 +153,7 @@ class NdnFaceServer:
         else:
             self.faces.pop(face.face_id, None)
             self.bad_streams += face.counters["bad_streams"]
+            self.rx_errors += face.counters["rx_errors"]
         self.on_state(face)
 
     async def start(self) -> None:

@@ -148,6 +148,7 @@ class Bridge:
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
         self.mesh: Any = None  # gateway.mesh.relay.GatewayMesh: directed routing, and the mesh
+        self._rx_errors_gone = 0  # rx_errors of board TCP faces since closed
 
     async def __aenter__(self) -> Bridge:
         try:
@@ -236,6 +237,7 @@ class Bridge:
             self.faces.append(face)
         elif not face.up and face in self.faces:
             self.faces.remove(face)
+            self._rx_errors_gone += face.counters["rx_errors"]
         self.hub.face_state(face)
 
     def all_faces(self) -> list[Any]:
@@ -282,6 +284,7 @@ class Bridge:
         n = c["listener_errors"] + c["hook_errors"] + c["packet_errors"] + c["task_errors"]
         n += sum(ep.counters["errors"] for ep in self.sp)
         n += sum(int(f.counters.get("rx_errors", 0)) for f in self.all_faces())
+        n += self._rx_errors_gone + sum(ndn.rx_errors for ndn in self.ndn)
         if self.retained is not None:
             d: dict[str, int] = self.retained.node.counters
             n += d["rx_failed"] + d["task_failed"] + d["handler_failed"]
