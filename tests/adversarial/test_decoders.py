@@ -742,6 +742,21 @@ def test_dht_node_on_hostile_datagrams() -> None:
             c = node.stats()
             assert c["malformed"] > len(attack) // 2, c
             assert c["rx_failed"] == 0 and c["handler_failed"] == 0, c
+            # a bug on the answer path (not a query's handler): contained and counted
+            real = node.transactions.resolve
+
+            def broken(msg: Any, addr: Any) -> bool:
+                raise RuntimeError("a bug")
+
+            node.transactions.resolve = broken  # type: ignore[method-assign]
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                s.sendto(krpc.encode_response(b"zz", {b"id": b"N" * 20}), node.addr)
+                await wait_until(lambda: node.counters["rx_failed"] == 1, 10, "the failure")
+            finally:
+                s.close()
+            node.transactions.resolve = real  # type: ignore[method-assign]
+            assert await peer.ping(node.addr) == node.node_id
 
     asyncio.run(asyncio.wait_for(run(), 60))
 

@@ -287,7 +287,7 @@ class Bridge:
         n += self._rx_errors_gone + sum(ndn.rx_errors for ndn in self.ndn)
         if self.retained is not None:
             d: dict[str, int] = self.retained.node.counters
-            n += d["rx_failed"] + d["task_failed"] + d["handler_failed"]
+            n += d["rx_failed"] + d["handler_failed"]
         return n
 
     async def wait(self) -> None:
