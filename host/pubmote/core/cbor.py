@@ -137,28 +137,31 @@ def scan(data: bytes, *, max_depth: int = MAX_DEPTH, max_items: int = MAX_ITEMS)
     pos = 0
     items = 0
     heads = _HEADS
-    # per open container: items still to read (a map counts keys and values), or one of
-    # the _INDEF_* marks until its break; the bottom entry is the top-level item itself
-    stack = [1]
-    while stack:
-        left = stack[-1]
+    # items still to read in the innermost open container (a map counts keys and values),
+    # or one of the _INDEF_* marks until its break; at the start, the one top-level item.
+    # The enclosing containers' own counts wait on the stack.
+    left = 1
+    stack: list[int] = []
+    while True:
         if left == 0:
-            stack.pop()
+            if not stack:
+                break
+            left = stack.pop()
             continue
         if pos >= n:
             raise CborError("truncated CBOR at byte %d" % pos)
         ib = data[pos]
         kind, width, arg = heads[ib]
         if kind == _BREAK:
-            if left > 0 or left == _INDEF_MAP_VALUE or len(stack) == 1:
+            if left > 0 or left == _INDEF_MAP_VALUE or not stack:
                 raise CborError("unexpected break at byte %d" % pos)
-            stack.pop()
+            left = stack.pop()
             pos += 1
             continue
         if left > 0:
-            stack[-1] = left - 1
+            left -= 1
         elif left == _INDEF_MAP or left == _INDEF_MAP_VALUE:
-            stack[-1] = _INDEF_MAP + _INDEF_MAP_VALUE - left
+            left = _INDEF_MAP + _INDEF_MAP_VALUE - left
         elif left != _INDEF_ARRAY and (ib >> 5 != -left or kind != _STRING):
             raise CborError("bad chunk in an indefinite-length string at byte %d" % pos)
         items += 1
@@ -172,6 +175,12 @@ def scan(data: bytes, *, max_depth: int = MAX_DEPTH, max_items: int = MAX_ITEMS)
             continue
         if width:
             arg = int.from_bytes(data[at + 1:pos], "big")
+        if kind == _STRING:
+            if arg > n - pos:  # checked before anything is sliced
+                raise CborError("string of %d bytes at byte %d runs past the input"
+                                % (arg, at))
+            pos += arg
+            continue
         if kind == _REFUSED:
             if 28 <= ib & 31 <= 30:
                 raise CborError("reserved CBOR head 0x%02x at byte %d" % (ib, at))
@@ -180,24 +189,17 @@ def scan(data: bytes, *, max_depth: int = MAX_DEPTH, max_items: int = MAX_ITEMS)
             if ib >> 5 == 7:
                 raise CborError("CBOR simple value at byte %d is not supported" % at)
             raise CborError("indefinite-length integer head 0x%02x at byte %d" % (ib, at))
-        if kind == _STRING:
-            if arg > n - pos:  # checked before anything is sliced
-                raise CborError("string of %d bytes at byte %d runs past the input"
-                                % (arg, at))
-            pos += arg
-            continue
+        stack.append(left)
+        if len(stack) > max_depth:
+            raise CborError("CBOR nesting deeper than %d at byte %d" % (max_depth, at))
         if kind == _INDEF:
             major = ib >> 5
-            stack.append(-major if major <= 3 else
-                         (_INDEF_ARRAY if major == 4 else _INDEF_MAP))
+            left = -major if major <= 3 else (_INDEF_ARRAY if major == 4 else _INDEF_MAP)
         else:
-            count = arg if kind == _ARRAY else 2 * arg
-            if count > n - pos:  # every item takes at least one byte
+            left = arg if kind == _ARRAY else 2 * arg
+            if left > n - pos:  # every item takes at least one byte
                 raise CborError("container of %d items at byte %d runs past the input"
-                                % (count, at))
-            stack.append(count)
-        if len(stack) - 1 > max_depth:
-            raise CborError("CBOR nesting deeper than %d at byte %d" % (max_depth, at))
+                                % (left, at))
     if pos != n:
         raise CborError("trailing bytes after CBOR item at byte %d" % pos)
 
