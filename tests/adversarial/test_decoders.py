@@ -353,6 +353,21 @@ def test_dht_decoders_on_random_bytes(data: bytes) -> None:
     dht_decoders(data)
 
 
+def test_pipeline_compacts_a_journal_of_hostile_payloads(tmp_path: Path) -> None:
+    """The journal keeps whatever a peer published (as hex): the pipeline's compaction
+    reads it into typed columns, a hostile payload being a row without a reading."""
+    from pubmote.pipeline.columns import read_journal_file
+
+    f = tmp_path / "journal-000001.jsonl"
+    good = cbor.dumps({"celsius": 21.5})
+    lines = [{"t_bridge": i, "topic": "/t/x", "outcome": "relayed", "payload": d.hex()}
+             for i, (_, d) in enumerate(CBOR + [("good", good)])]
+    f.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = read_journal_file(f).to_pylist()
+    assert len(rows) == len(lines) and rows[-1]["reading"] == 21.5
+    assert all(r["reading"] is None or math.isfinite(r["reading"]) for r in rows)
+
+
 # ---- (b) end to end --------------------------------------------------------------------
 
 def draw(bridge: Any) -> str:
