@@ -39,7 +39,8 @@ def register(sub: Any) -> None:
 
 
 def decode_payload(payload: bytes) -> Any:
-    """CBOR if the whole payload is one CBOR item, else text, else hex."""
+    """CBOR if the whole payload is one CBOR item of the subset (cbor.loads is bounded and
+    raises only CborError, whatever a publisher sent), else text, else hex."""
     from pubmote.core import cbor
 
     try:
@@ -63,13 +64,24 @@ def _jsonable(v: Any) -> Any:
 
 
 def format_line(body: bytes, as_json: bool) -> str:
+    """One output line for one message; never raises, never more than one line (text is
+    shown with control characters escaped)."""
+    from pubmote.core.display import printable
+
     topic, _, payload = body.partition(b"|")
-    value = decode_payload(payload)
-    if as_json:
-        return json.dumps({"topic": topic.decode(errors="replace"), "payload": _jsonable(value),
-                           "hex": payload.hex()}, sort_keys=True)
-    return "%s %s" % (topic.decode(errors="replace"),
-                      value if isinstance(value, str) else json.dumps(_jsonable(value)))
+    shown = printable(topic.decode(errors="replace"))
+    try:
+        value = decode_payload(payload)
+        if as_json:
+            return json.dumps({"topic": shown, "payload": _jsonable(value),
+                               "hex": payload.hex()}, sort_keys=True)
+        return "%s %s" % (shown, printable(value) if isinstance(value, str)
+                          else json.dumps(_jsonable(value)))
+    except Exception as e:  # noqa: BLE001 - one odd payload must not end the subscriber
+        if as_json:
+            return json.dumps({"topic": shown, "payload": None, "hex": payload.hex(),
+                               "error": str(e)}, sort_keys=True)
+        return "%s %s" % (shown, payload.hex())
 
 
 async def _sub(args: argparse.Namespace) -> int:

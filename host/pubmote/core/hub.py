@@ -81,6 +81,8 @@ class Hub(NotifyIntake, Delivery):
         except DecodeError as e:
             self.counters["bad_packets"] += 1
             log.debug("bad packet from %s: %s", face.label, e)
+        except Exception:  # noqa: BLE001 - a packet that trips a bug costs that packet only
+            self._fault("packet_errors", "packet from %s" % face.label)
 
     def _on_lp(self, face: HubFace, pkt: bytes) -> None:
         p = lp.decode_lp(pkt)
@@ -250,7 +252,7 @@ class Hub(NotifyIntake, Delivery):
             try:
                 hook(info)
             except Exception:  # noqa: BLE001 - a broken hook must not break a registration
-                log.exception("register hook failed")
+                self._fault("hook_errors", "register hook")
         b.wake.set()
         # the gateway's clock, for boards without one: their signed Interests carry
         # SignatureTime; signed with the board's key so the board can trust it

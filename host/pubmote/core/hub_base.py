@@ -83,7 +83,20 @@ class HubBase:
                          "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
                          "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
                          "inline_refused": 0, "batched": 0, "batch_refused": 0,
-                         "journal_failures": 0, "refused_stopping": 0}
+                         "journal_failures": 0, "refused_stopping": 0,
+                         # failures inside the bridge's own code (a listener, a hook, a
+                         # packet handler, a task) that input provoked: contained, counted
+                         "listener_errors": 0, "hook_errors": 0, "packet_errors": 0,
+                         "task_errors": 0}
+
+    def _fault(self, key: str, what: str) -> None:
+        """Count a contained failure (called in an except block) and log it with its
+        traceback: the first of each kind, then every 1000th (a peer that provokes it
+        over and over must not flood the log)."""
+        self.counters[key] += 1
+        n = self.counters[key]
+        if n == 1 or n % 1000 == 0:
+            log.exception("%s failed (%d so far, counted in %s)", what, n, key)
 
     def _count_board(self, face: HubFace, key: str) -> None:
         b = self.boards.get(face.board or "")
@@ -213,8 +226,20 @@ class HubBase:
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         t = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(t)
-        t.add_done_callback(self._tasks.discard)
+        t.add_done_callback(self._task_done)
         return t
+
+    def _task_done(self, t: asyncio.Task[Any]) -> None:
+        self._tasks.discard(t)
+        if t.cancelled():
+            return
+        exc = t.exception()  # retrieved: a failed task is counted, never silent
+        if exc is not None:
+            self.counters["task_errors"] += 1
+            n = self.counters["task_errors"]
+            if n == 1 or n % 1000 == 0:
+                log.error("hub task %s failed (%d so far, counted in task_errors)",
+                          t.get_coro(), n, exc_info=exc)
 
     async def close(self) -> None:
         for t in list(self._tasks):
@@ -238,7 +263,7 @@ class HubBase:
                     if hook(msg):
                         return
                 except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
-                    log.exception("publish hook failed")
+                    self._fault("hook_errors", "publish hook")
         self.counters["messages"] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
@@ -258,7 +283,7 @@ class HubBase:
             try:
                 listener(msg)
             except Exception:  # noqa: BLE001 - one broken listener must not stop the relay
-                log.exception("listener failed")
+                self._fault("listener_errors", "listener")
         line = msg.line()
         if boards is not None:
             for b in self.app_subs.values():

@@ -171,7 +171,7 @@ class DhtNode(asyncio.DatagramProtocol):
         self.counters: dict[str, int] = {
             "rx_msgs": 0, "rx_bytes": 0, "tx_msgs": 0, "tx_bytes": 0, "queries_in": 0,
             "oversize": 0, "malformed": 0, "rate_limited": 0, "errors_sent": 0,
-            "bad_token": 0, "unknown_topic": 0, "handler_failed": 0}
+            "bad_token": 0, "unknown_topic": 0, "handler_failed": 0, "rx_failed": 0}
 
     # ---- lifetime --------------------------------------------------------------------
 
@@ -232,6 +232,14 @@ class DhtNode(asyncio.DatagramProtocol):
     # ---- receiving -------------------------------------------------------------------
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
+        try:
+            self._on_datagram(data, addr)
+        except Exception:  # noqa: BLE001 - nothing a peer sends may stop the node
+            self.counters["rx_failed"] += 1
+            if self.counters["rx_failed"] % 1000 == 1:  # the first, then every 1000th
+                log.exception("datagram from %s failed (%d so far)", addr, self.counters["rx_failed"])
+
+    def _on_datagram(self, data: bytes, addr: Any) -> None:
         src: Addr = (str(addr[0]), int(addr[1]))
         c = self.counters
         c["rx_msgs"] += 1

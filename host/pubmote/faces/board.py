@@ -49,7 +49,7 @@ class BoardFace:
         self.tracer: Any = None  # set by the hub when --trace is on
         self.t_rx = 0.0  # time.time() of the last read
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
-                         "tx_bytes": 0, "opens": 0}
+                         "tx_bytes": 0, "opens": 0, "rx_errors": 0}
 
     def send_packet(self, pkt: bytes) -> None:
         if not self.up:
@@ -67,13 +67,24 @@ class BoardFace:
     def _write_raw(self, frame: bytes) -> bool:
         raise NotImplementedError
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> bool:
+        """Deframe chunk and hand each packet on. False if that failed in the bridge's own
+        code (counted in rx_errors, logged): whatever a board sends, the failure stays
+        here, and a face with a connection closes it."""
         self.t_rx = time.time()  # when these bytes were read: a relayed message's t_recv
         self.counters["rx_bytes"] += len(chunk)
-        pkts = self.decoder.feed(chunk)  # bytes each
-        self.counters["rx_frames"] += len(pkts)
-        for pkt in pkts:
-            self.on_packet(self, pkt)
+        try:
+            pkts = self.decoder.feed(chunk)  # bytes each
+            self.counters["rx_frames"] += len(pkts)
+            for pkt in pkts:
+                self.on_packet(self, pkt)
+        except Exception:  # noqa: BLE001 - nothing a board sends may end the bridge
+            self.counters["rx_errors"] += 1
+            n = self.counters["rx_errors"]
+            if n == 1 or n % 1000 == 0:
+                log.exception("%s: reading failed (%d so far)", self.label, n)
+            return False
+        return True
 
     def bad_frames(self) -> int:
         d = self.decoder

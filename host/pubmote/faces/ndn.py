@@ -70,7 +70,7 @@ class NdnAppFace(asyncio.Protocol):
         self.tracer: Any = None
         self._t: asyncio.Transport | None = None
         self.counters = {"rx_packets": 0, "tx_packets": 0, "tx_dropped": 0, "bad_streams": 0,
-                         "opens": 1}
+                         "opens": 1, "rx_errors": 0}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._t = transport  # type: ignore[assignment]
@@ -86,9 +86,15 @@ class NdnAppFace(asyncio.Protocol):
             if self._t is not None:
                 self._t.close()
             return
-        for pkt in pkts:
-            self.counters["rx_packets"] += 1
-            self.on_packet(self, pkt)
+        try:
+            for pkt in pkts:
+                self.counters["rx_packets"] += 1
+                self.on_packet(self, pkt)
+        except Exception:  # noqa: BLE001 - nothing an app sends may end the bridge
+            self.counters["rx_errors"] += 1
+            log.exception("%s: handling a packet failed; closing it", self.label)
+            if self._t is not None:
+                self._t.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._t = None
@@ -132,6 +138,7 @@ class NdnFaceServer:
         self.faces: dict[int, NdnAppFace] = {}
         self.refused = 0
         self.bad_streams = 0  # malformed streams of apps since gone
+        self.rx_errors = 0  # packets of apps since gone that our code failed on
         self.server: asyncio.AbstractServer | None = None
         self._path: str | None = None  # our unix socket file, removed at close
         self._ident: tuple[int, int] | None = None
@@ -148,6 +155,7 @@ class NdnFaceServer:
         else:
             self.faces.pop(face.face_id, None)
             self.bad_streams += face.counters["bad_streams"]
+            self.rx_errors += face.counters["rx_errors"]
         self.on_state(face)
 
     async def start(self) -> None:

@@ -115,10 +115,27 @@ class _Conn(asyncio.Protocol):
             if self.t is not None:
                 self.t.close()
             return
+        except Exception:  # noqa: BLE001 - nothing a peer sends may end the bridge
+            self._failed()
+            return
         if self.dec.peer_proto is not None:
             self.ready = True
-        for m in msgs:
-            self.ep.on_message(self, m)
+        try:
+            for m in msgs:
+                self.ep.on_message(self, m)
+        except Exception:  # noqa: BLE001 - nothing a peer sends may end the bridge
+            self._failed()
+
+    def _failed(self) -> None:
+        """Our own code failed on what this peer sent: counted, logged (the first, then
+        every 1000th), and the connection closed."""
+        self.ep.counters["errors"] += 1
+        n = self.ep.counters["errors"]
+        if n == 1 or n % 1000 == 0:
+            log.exception("SP %s: handling data from %s failed (%d so far); closing that "
+                          "connection", self.ep.url, self.peer, n)
+        if self.t is not None:
+            self.t.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.ep.conns.discard(self)
@@ -138,7 +155,7 @@ class SpEndpoint:
         self.server: asyncio.AbstractServer | None = None
         self._ipc: tuple[str, tuple[int, int] | None] | None = None  # our socket file
         self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
-                         "bad_streams": 0, "unflushed": 0, "writes": 0}
+                         "bad_streams": 0, "unflushed": 0, "writes": 0, "errors": 0}
         # bridge-added latency: from a face's read of each message to the write that hands
         # it to the subscribers' sockets
         self.latency = LatencyHist()

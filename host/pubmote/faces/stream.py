@@ -29,7 +29,8 @@ class StreamFace(BoardFace, asyncio.Protocol):
         self._set_up(True)
 
     def data_received(self, data: bytes) -> None:
-        self.feed(data)
+        if not self.feed(data) and self._transport is not None:
+            self._transport.close()  # counted in rx_errors; the board dials again
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None

@@ -60,5 +60,10 @@ class UdpServer(asyncio.DatagramProtocol):
                 return
             face = DatagramFace(self._transport, addr, self.on_packet, self.on_state)
             self.faces[addr] = face
-            self.on_state(face)
-        face.feed(data)
+            try:
+                self.on_state(face)
+            except Exception:  # noqa: BLE001 - a datagram must not end the listener's loop
+                face.counters["rx_errors"] += 1
+                log.exception("%s: face set-up failed", face.label)
+                return
+        face.feed(data)  # contained and counted by the face

@@ -185,6 +185,7 @@ class Bridge:
         self._tasks: list[asyncio.Task[None]] = []
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
         self.mesh: Any = None  # gateway.mesh.relay.GatewayMesh: directed routing, and the mesh
+        self._rx_errors_gone = 0  # rx_errors of board TCP faces since closed
 
     async def __aenter__(self) -> Bridge:
         try:
@@ -305,6 +306,7 @@ class Bridge:
             self.faces.append(face)
         elif not face.up and face in self.faces:
             self.faces.remove(face)
+            self._rx_errors_gone += face.counters["rx_errors"]
         self.hub.face_state(face)
 
     def all_faces(self) -> list[Any]:
@@ -343,7 +345,23 @@ class Bridge:
                     ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
         if self.journal is not None:
             parts.append(self.journal.status_line())
+        errors = self.internal_errors()
+        if errors:
+            parts.append("internal errors %d (contained; see the log)" % errors)
         return "; ".join(parts)
+
+    def internal_errors(self) -> int:
+        """Failures of the bridge's own code on some input (a listener, a hook, a packet
+        or message handler, a task), each contained where it happened and counted there."""
+        c = self.hub.counters
+        n = c["listener_errors"] + c["hook_errors"] + c["packet_errors"] + c["task_errors"]
+        n += sum(ep.counters["errors"] for ep in self.sp)
+        n += sum(int(f.counters.get("rx_errors", 0)) for f in self.all_faces())
+        n += self._rx_errors_gone + sum(ndn.rx_errors for ndn in self.ndn)
+        if self.retained is not None:
+            d: dict[str, int] = self.retained.node.counters
+            n += d["rx_failed"] + d["handler_failed"]
+        return n
 
     async def wait(self) -> None:
         """Run until cancelled."""

@@ -1,85 +1,162 @@
-"""The bridge's live terminal view (rich): boards, links, topics, rates, drops, last values."""
+"""The bridge's live terminal view (rich): boards, links, topics, rates, drops, last values.
+
+Most of what it shows comes from peers (payloads, topics, board and gateway names), so it
+is shown as plain text, never as rich markup, with control characters escaped; a payload
+is decoded only up to SHOW_DECODE_MAX bytes. A row that still fails to render is counted
+and shown as such, and a render that fails keeps the last good screen: the view never
+ends the bridge.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from pubmote.core import cbor
+from pubmote.core.display import printable
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
 
+log = logging.getLogger("pubmote.view")
+
+# A last value longer than this is shown as its first bytes in hex, not decoded: the view
+# redraws every topic twice a second
+SHOW_DECODE_MAX = 4096
+
 
 def show_payload(payload: bytes, limit: int = 48) -> str:
-    """A payload as a person wants to read it: CBOR decoded, else text, else hex."""
-    try:
-        text = repr(cbor.loads(payload))
-    except cbor.CborError:
+    """A payload as a person wants to read it: CBOR decoded, else text, else hex; at most
+    `limit` characters, printable. Never raises (cbor.loads raises only CborError)."""
+    if len(payload) > SHOW_DECODE_MAX:
+        text = "%d B: %s" % (len(payload), payload[:limit].hex())
+    else:
         try:
-            text = payload.decode()
-        except UnicodeDecodeError:
-            text = payload.hex()
+            text = repr(cbor.loads(payload))
+        except cbor.CborError:
+            try:
+                text = payload.decode()
+            except UnicodeDecodeError:
+                text = payload[:limit].hex()
+    text = printable(text[:limit])
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _t(s: Any) -> Text:
+    """A table cell of peer-supplied text: plain, never parsed as markup."""
+    return Text(printable(str(s)))
+
+
+class View:
+    """The live view of one bridge, and the count of what it failed to show."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.counters = {"renders": 0, "row_errors": 0, "render_errors": 0}
+
+    def _row_failed(self, table: Table, what: str, ncols: int) -> None:
+        self.counters["row_errors"] += 1
+        n = self.counters["row_errors"]
+        if n == 1 or n % 1000 == 0:
+            log.exception("view: a row of %s failed to render (%d so far)", what, n)
+        table.add_row(Text("(row not shown: error)", style="red"), *[""] * (ncols - 1))
+
+    def render(self) -> Group:
+        bridge = self.bridge
+        hub = bridge.hub
+        boards = Table(title="boards", expand=True)
+        boards.add_column("board", no_wrap=True)
+        boards.add_column("link", overflow="fold")
+        boards.add_column("state", no_wrap=True)
+        for col in ("pub", "recv", "drops", "bad frames"):
+            boards.add_column(col, justify="right", no_wrap=True)
+        boards.add_column("filters", overflow="fold")
+        by_face = {b.face_id: b for b in hub.board_infos()}
+        for face in bridge.all_faces():
+            try:
+                b = by_face.get(face.face_id)
+                state = Text("up", style="green") if face.up else Text("down", style="red")
+                if b is None:
+                    why = getattr(face, "last_error", "") if not face.up else ""
+                    state.append(" (%s)" % printable(str(why)) if why else " (not registered)")
+                    boards.add_row("?", _t(face.label), state, "", "", "",
+                                   str(face.bad_frames()), "")
+                    continue
+                c = b.counters
+                boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
+                               str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
+                               str(face.bad_frames()),
+                               _t(", ".join(f.decode(errors="replace") or "<all>"
+                                            for f in b.filters)))
+            except Exception:  # noqa: BLE001 - one row must not take the view down
+                self._row_failed(boards, "boards", 8)
+        topics = Table(title="topics", expand=True)
+        topics.add_column("topic", overflow="fold", ratio=3)
+        for col in ("msgs", "rate/s"):
+            topics.add_column(col, justify="right", no_wrap=True)
+        topics.add_column("last value", overflow="fold", ratio=3)
+        for col in ("from", "age s"):
+            topics.add_column(col, no_wrap=True)
+        now = time.time()
+        for topic, st in sorted(hub.topic_stats().items()):
+            try:
+                topics.add_row(_t(topic.decode(errors="replace")), str(st.count),
+                               "%.1f" % st.rate, Text(show_payload(st.last_payload)),
+                               _t(st.last_origin), "%.1f" % (now - st.last_time))
+            except Exception:  # noqa: BLE001 - one row must not take the view down
+                self._row_failed(topics, "topics", 6)
+        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received" % (
+            "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
+            ep.counters["dropped"], ep.counters["received"]) for ep in bridge.sp)
+        c = hub.stats()
+        foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
+            c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
+        errors = (bridge.internal_errors() + self.counters["row_errors"]
+                  + self.counters["render_errors"])
+        if errors:
+            foot += "  internal errors %d (see the log)" % errors
+        parts: list[Any] = [boards, topics, Text(foot)]
+        if sp_line:
+            parts.append(Text(sp_line))
+        if self.bridge.journal is not None:
+            parts.append(Text(self.bridge.journal.status_line()))
+        parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
+        self.counters["renders"] += 1
+        return Group(*parts)
+
+    def render_safely(self, last: Group | None) -> Group:
+        """render(), or on a failure (counted, logged) the last good screen."""
+        try:
+            return self.render()
+        except Exception:  # noqa: BLE001 - the view must never end the bridge
+            self.counters["render_errors"] += 1
+            n = self.counters["render_errors"]
+            if n == 1 or n % 1000 == 0:
+                log.exception("view: rendering failed (%d so far)", n)
+            return last if last is not None else Group(Text("(view failed: see the log)"))
+
+    async def run(self, refresh_s: float = 0.5, console: Console | None = None) -> None:
+        """Redraw every refresh_s until cancelled (on console, default the terminal)."""
+        screen = self.render_safely(None)
+        with Live(screen, console=console, refresh_per_second=4, screen=False) as live:
+            while True:
+                await asyncio.sleep(refresh_s)
+                screen = self.render_safely(screen)
+                live.update(screen)
+
+
 def render(bridge: Bridge) -> Group:
-    hub = bridge.hub
-    boards = Table(title="boards", expand=True)
-    boards.add_column("board", no_wrap=True)
-    boards.add_column("link", overflow="fold")
-    boards.add_column("state", no_wrap=True)
-    for col in ("pub", "recv", "drops", "bad frames"):
-        boards.add_column(col, justify="right", no_wrap=True)
-    boards.add_column("filters", overflow="fold")
-    by_face = {b.face_id: b for b in hub.board_infos()}
-    for face in bridge.all_faces():
-        b = by_face.get(face.face_id)
-        state = "[green]up[/]" if face.up else "[red]down[/]"
-        if b is None:
-            why = getattr(face, "last_error", "") if not face.up else ""
-            boards.add_row("?", face.label, state + (" (%s)" % why if why else
-                                                     " (not registered)"), "", "", "",
-                           str(face.bad_frames()), "")
-            continue
-        c = b.counters
-        boards.add_row(b.name, face.label, state, str(c["published"]), str(c["delivered"]),
-                       str(c["dropped"] + c["deliver_failed"]), str(face.bad_frames()),
-                       ", ".join(f.decode(errors="replace") or "<all>" for f in b.filters))
-    topics = Table(title="topics", expand=True)
-    topics.add_column("topic", overflow="fold", ratio=3)
-    for col in ("msgs", "rate/s"):
-        topics.add_column(col, justify="right", no_wrap=True)
-    topics.add_column("last value", overflow="fold", ratio=3)
-    for col in ("from", "age s"):
-        topics.add_column(col, no_wrap=True)
-    now = time.time()
-    for topic, st in sorted(hub.topic_stats().items()):
-        topics.add_row(topic.decode(errors="replace"), str(st.count), "%.1f" % st.rate,
-                       show_payload(st.last_payload), st.last_origin,
-                       "%.1f" % (now - st.last_time))
-    sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received" % (
-        "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
-        ep.counters["dropped"], ep.counters["received"]) for ep in bridge.sp)
-    c = hub.stats()
-    foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
-        c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
-    parts: list[object] = [boards, topics, foot]
-    if sp_line:
-        parts.append(sp_line)
-    if bridge.journal is not None:
-        parts.append(bridge.journal.status_line())
-    parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
-    return Group(*parts)  # type: ignore[arg-type]
+    """One screen of the view (a fresh View: its error counts start at 0)."""
+    return View(bridge).render()
 
 
-async def live_view(bridge: Bridge, refresh_s: float = 0.5) -> None:
-    with Live(render(bridge), refresh_per_second=4, screen=False) as live:
-        while True:
-            await asyncio.sleep(refresh_s)
-            live.update(render(bridge))
+async def live_view(bridge: Bridge, refresh_s: float = 0.5,
+                    console: Console | None = None) -> None:
+    await View(bridge).run(refresh_s, console)

@@ -6,14 +6,17 @@ file's typed columns.
 CBOR is decoded by cbor2's C decoder (2.5x faster per payload than the pure-Python
 pubmote_wire subset the boards speak, bench/pipeline/PROFILE.md), held to the same
 rules where it matters for a reading: one item filling the whole payload (so b"21.5"
-stays the text number it is, not CBOR -19 followed by junk)."""
+stays the text number it is, not CBOR -19 followed by junk), no tags, bounded nesting.
+Payloads are whatever a peer sent: every tag is refused before its value is built (a
+bignum, a cycle of shared references or a huge fraction to reduce), the nesting is capped
+by cbor2 before it recurses, and no value can make reading_of raise."""
 
 from __future__ import annotations
 
 import binascii
 import io
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import cbor2
@@ -24,14 +27,46 @@ READING_KEYS = ("value", "reading", "celsius", "temperature")
 NOT_READINGS = frozenset(("seq", "t_ms", "ts", "time", "t"))
 
 
+# A board's payload is under 1 kB, an SP message under 64 kB; beyond, not a reading
+MAX_PAYLOAD = 1 << 20
+MAX_DEPTH = 64  # containers in containers (a board's codec nests at most 16)
+
+
 class _NotCbor(Exception):
     pass
+
+
+def _refuse_tag(*_args: Any) -> Any:
+    raise _NotCbor()
+
+
+class _EveryTag(Mapping[int, Any]):
+    """cbor2's semantic_decoders for every tag number: refused before the tag's value is
+    built (unknown tags go to tag_hook, refused the same way)."""
+
+    def __getitem__(self, tag: int) -> Any:
+        return _refuse_tag
+
+    def __contains__(self, tag: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+_NO_TAGS = _EveryTag()
 
 
 def _number(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, int | float):
         return None
-    f = float(x)
+    try:
+        f = float(x)
+    except OverflowError:
+        return None
     return f if math.isfinite(f) else None
 
 
@@ -39,7 +74,8 @@ def _cbor_item(raw: bytes) -> Any:
     """The one CBOR item that is all of `raw`, or _NotCbor."""
     f = io.BytesIO(raw)
     try:
-        obj = cbor2.CBORDecoder(f).decode()
+        obj = cbor2.CBORDecoder(f, max_depth=MAX_DEPTH, tag_hook=_refuse_tag,
+                                semantic_decoders=_NO_TAGS).decode()
     except Exception as e:  # cbor2 raises several types on bad input; all mean "not CBOR"
         raise _NotCbor() from e
     if f.tell() != len(raw):
@@ -52,7 +88,7 @@ def reading_of(payload_hex: str | None, key: str | None = None) -> float | None:
     it: a bare number, else the first of READING_KEYS present, else the map's single
     number that is not a sequence or clock. Never raises: a payload that isn't a reading
     is None (and counted by the pipeline as undecoded)."""
-    if not payload_hex:
+    if not payload_hex or len(payload_hex) > 2 * MAX_PAYLOAD:
         return None
     try:
         raw = binascii.unhexlify(payload_hex)
