@@ -10,7 +10,8 @@ from typing import Any
 
 from pubmote.core.addresses import name_problem
 
-# key -> (kind, low, high, what it is): kind int (low..high), bool, str (low..high bytes),
+# key -> (kind, low, high, what it is): kind int (low..high), bool, flag (a bool or 0/1),
+# str (low..high bytes),
 # hex (low..high bytes once decoded), uri (an NDN name URI), module (a Python module path)
 KEYS: dict[str, tuple[str, int, int, str]] = {
     "period_ms": ("int", 10, 86_400_000, "the demo's reading period"),
@@ -36,6 +37,11 @@ KEYS: dict[str, tuple[str, int, int, str]] = {
     "path": ("str", 1, 4096, "the simulated board's pty"),
     "key": ("hex", 16, 64, "the board's HMAC key"),
     "app": ("module", 1, 128, "the app module the board runs"),
+    "tls": ("flag", 0, 0, "TLS on the tcp link"),
+    "tls_ca": ("hex", 64, 8192, "the gateway's certificate (DER) the board trusts"),
+    "tls_fingerprint": ("hex", 32, 32, "the gateway certificate's SHA-256"),
+    "tls_name": ("str", 1, 253, "the name the gateway's certificate must carry"),
+    "tls_timeout_ms": ("int", 1000, 600_000, "how long the TLS handshake may take"),
 }
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -61,6 +67,9 @@ def check_value(key: str, value: Any, where: str = "--set") -> None:
     elif kind == "bool":
         if not isinstance(value, bool):
             bad = "expected true or false"
+    elif kind == "flag":
+        if value not in (True, False, 0, 1) or isinstance(value, float):
+            bad = "expected 1 or 0 (true or false)"
     elif not isinstance(value, str):
         bad = "expected text"
     elif kind == "str" and not low <= len(value.encode()) <= high:

@@ -22,6 +22,8 @@ def _bad_values(kind: str, low: int, high: int) -> list[Any]:
         out += ["abc", "12", 1.5, True, low - 1, high + 1]
     elif kind == "bool":
         out += [1, 0, "yes", "true"]
+    elif kind == "flag":
+        out += [2, -1, 0.5, "yes", "true"]
     elif kind in ("str", "uri", "module", "hex"):
         out += [5, 2.5, False]
     if kind == "str":
@@ -36,7 +38,7 @@ def _bad_values(kind: str, low: int, high: int) -> list[Any]:
 
 
 def _good_value(kind: str, low: int, high: int) -> Any:
-    return {"int": low, "bool": True, "str": "x" * max(low, 1), "hex": "ab" * low,
+    return {"int": low, "bool": True, "flag": 1, "str": "x" * max(low, 1), "hex": "ab" * low,
             "uri": "/pubmote/node/b1", "module": "myapp.main"}[kind]
 
 
@@ -101,6 +103,7 @@ def test_deploy_refuses_before_touching_the_board(capsys: pytest.CaptureFixture[
 
 
 def test_bridge_checks_sim_app_config(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bridge", "--sim-boards", "1", "--sim-app-config", '{"period_ms": "abc"}'])
+    code = main(["bridge", "--sim-boards", "1", "--sp-pub", "none", "--sp-sub", "none",
+                 "--sim-app-config", "{\"period_ms\": \"abc\"}"])
     err = capsys.readouterr().err
     assert code == 2 and "--sim-app-config" in err and "period_ms" in err
