@@ -48,6 +48,7 @@ NAME = "pico1"
 APP = ROOT / "bench" / "firmware" / "pico_app" / "pico_bench.py"
 N = 1000  # messages each way (the bench app's own default too)
 QUICK_N = 20  # a multiple of 20: the board reports every 10th message received
+STALL_S = 60
 GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 
 
@@ -157,9 +158,12 @@ def main() -> int:
                 try:
                     m = sub.recv()
                 except pynng.Timeout:
-                    # nothing for 10 s while receiving: a message was lost on the way (a
-                    # full queue drops, and counts it); send the window again
-                    if wire and time.monotonic() - progress_t > 10 and sent < n + 100:
+                    # nothing for a minute while receiving: a message was lost on the way
+                    # (a full queue drops, and counts it); send the window again. Not
+                    # sooner: the board settles (up to 8 s of its clock, several times that
+                    # on a loaded machine) before it reports, and a window sent again meanwhile
+                    # only fills its queue with copies
+                    if wire and time.monotonic() - progress_t > STALL_S and sent < n + 100:
                         sent = max(reported, sent - 10)
                         progress_t = time.monotonic()
                     else:
