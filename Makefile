@@ -105,75 +105,97 @@ test: lint
 
 ## make test-stress RUNS=5 HOG=2: the CPython suite RUNS times in a row, in a new random
 ##   order each time, beside HOG spinning processes (default one per core); names every
-##   test that failed in any run
+##   test that failed in any run. STRESS_TESTS="tests/host/core tests/shared/test_tlv.py":
+##   those tests only (any pytest arguments)
 RUNS ?= 3
 HOG ?= $(shell nproc)
 test-stress: setup
-	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS)
+	$(PY) tests/stress.py --runs $(RUNS) --hog $(HOG) --workers $(TEST_WORKERS) \
+	  $(if $(STRESS_TESTS),-- $(STRESS_TESTS))
 
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
 ## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; firmware heap (and
 ## heap and UART rate on the emulated Pico against the line's limit); NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB
 ## at 1M and 10M journal rows, and the --follow job's lag)
+## make bench QUICK=1: every bench and every line of its table at small sizes (a few boards,
+##   nodes and messages, half-second phases, 1,000 journal rows): a few minutes, for seeing
+##   that each runs (make test runs it), not for figures
+comma := ,
 bench: setup firmware
-	$(PY) bench/codec/run.py
-	$(PY) bench/bridge/run.py
-	$(PY) bench/board_link/run.py
-	$(PY) bench/gateway/run.py
-	$(PY) bench/firmware/run.py
+	$(PY) bench/codec/run.py $(if $(QUICK),--quick)
+	$(PY) bench/bridge/run.py $(if $(QUICK),--quick)
+	$(PY) bench/board_link/run.py $(if $(QUICK),--seconds 0.5 --rounds 1)
+	$(PY) bench/gateway/run.py $(if $(QUICK),--boards 5 --seconds 0.5 --rounds 1)
+	$(PY) bench/firmware/run.py $(if $(QUICK),--quick)
 	$(PY) bench/firmware/tls_link.py
-	$(PY) bench/firmware/pico.py
-	$(PY) bench/ndn/run.py
-	$(PY) bench/mesh/run.py
-	$(PY) bench/gossip/run.py
-	$(PY) bench/dht/run.py
-	$(PY) bench/pipeline/run.py
-	$(PY) bench/pipeline/stream_lag.py
+	$(PY) bench/firmware/pico.py $(if $(QUICK),--quick)
+	$(PY) bench/ndn/run.py $(if $(QUICK),--quick)
+	$(PY) bench/mesh/run.py $(if $(QUICK),--size-mb 1 --ping-seconds 0.5)
+	$(PY) bench/gossip/run.py $(if $(QUICK),--nodes 3 --seconds 0.5 --rates 10$(comma)25)
+	$(PY) bench/dht/run.py $(if $(QUICK),--nodes 10 --rounds 2)
+	$(PY) bench/pipeline/run.py $(if $(QUICK),--rows 1000)
+	$(PY) bench/pipeline/stream_lag.py $(if $(QUICK),--files 2)
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
+##   (its log instead when the output is not a terminal); SP on SP_PUB and SP_SUB
 ## make run PIPELINE=1: the same, journaled into build/run/journal, which the streaming
-##   pipeline follows in the background into build/run/tables (its log: build/run/pipeline.log)
+##   pipeline follows in the background into build/run/tables (its log: build/run/pipeline.log;
+##   RUN_DIR=... puts the three elsewhere)
 ## make run SIM_KIND=pico: the same with two emulated Picos (the real rp2 firmware in rp2040js)
 SIM_KIND ?= unix
-RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sim-kind $(SIM_KIND) --sp-pub tcp://127.0.0.1:5560 --sp-sub tcp://127.0.0.1:5561
+SP_PUB ?= tcp://127.0.0.1:5560
+SP_SUB ?= tcp://127.0.0.1:5561
+RUN_DIR ?= build/run
+RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sim-kind $(SIM_KIND) --sp-pub $(SP_PUB) --sp-sub $(SP_SUB)
 run: setup $(if $(filter pico,$(SIM_KIND)),firmware)
 ifdef PIPELINE
-	@mkdir -p build/run
-	@echo "pipeline: following build/run/journal into build/run/tables (log: build/run/pipeline.log)"
-	@$(BIN)/pubmote pipeline build/run/journal --out build/run/tables --follow \
+	@mkdir -p $(RUN_DIR)
+	@echo "pipeline: following $(RUN_DIR)/journal into $(RUN_DIR)/tables (log: $(RUN_DIR)/pipeline.log)"
+	@$(BIN)/pubmote pipeline $(RUN_DIR)/journal --out $(RUN_DIR)/tables --follow \
 	  --window "1 minute" --watermark "10 seconds" --trigger-seconds 5 \
-	  >build/run/pipeline.log 2>&1 & pid=$$!; \
+	  >$(RUN_DIR)/pipeline.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
-	$(RUN_BRIDGE) --journal build/run/journal --journal-max-age 5
+	$(RUN_BRIDGE) --journal $(RUN_DIR)/journal --journal-max-age 5
 else
 	$(RUN_BRIDGE)
 endif
 
 ## Boards: make flash BOARD=esp32 PORT=/dev/ttyUSB0 FIRMWARE=ESP32_GENERIC.bin [ERASE=1]
+##         make flash BOARD=pico   (make firmware's UF2 to the BOOTSEL drive: found under
+##           /media, or PUBMOTE_UF2_DRIVE; BOARD=rp2040 FIRMWARE=x.uf2 for another UF2)
 ##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio] [KEY_FILE=keys.json]
-##         make hil [PORT=/dev/ttyUSB0 BOARD=esp32]   (no PORT: the simulated board)
+##         make hil [PORT=/dev/ttyUSB0 BOARD=esp32]   (no PORT: the simulated board and the
+##           emulated Pico) [HIL_ARGS="-k simulated"]   (more pytest arguments: -k selects)
 BOARD ?= unix
 NAME ?= board1
-flash: setup
-	@test -n "$(PORT)$(filter rp2040,$(BOARD))" || { echo "make flash needs PORT=... (and BOARD=, FIRMWARE=)"; exit 2; }
-	$(BIN)/pubmote flash --board $(BOARD) $(if $(PORT),--port $(PORT)) --firmware $(FIRMWARE) $(if $(ERASE),--erase)
+flash: setup $(if $(filter pico,$(BOARD)),firmware)
+	@test -n "$(PORT)$(filter rp2040 pico pico_w,$(BOARD))" || { echo "make flash needs PORT=... (and BOARD=, FIRMWARE=)"; exit 2; }
+	$(BIN)/pubmote flash --board $(BOARD) $(if $(PORT),--port $(PORT)) $(if $(FIRMWARE),--firmware $(FIRMWARE)) $(if $(ERASE),--erase)
 
 deploy: setup
 	@test -n "$(PORT)" || { echo "make deploy needs PORT=... (and BOARD=, NAME=)"; exit 2; }
 	$(BIN)/pubmote deploy --board $(BOARD) --port $(PORT) --name $(NAME) $(if $(LINK),--link $(LINK)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
 hil: setup firmware
-	$(PY) -m pytest -q tests/hil $(if $(PORT),--board-port $(PORT) --board $(BOARD))
+	$(PY) -m pytest -q tests/hil $(if $(PORT),--board-port $(PORT) --board $(BOARD)) $(HIL_ARGS)
 
-## make fuzz: coverage-guided fuzzing of every parser, FUZZ_SECONDS per target (default 30)
+## make fuzz: coverage-guided fuzzing of every parser, FUZZ_SECONDS per target (default 30);
+##   FUZZ_ONLY=cbor,sp: those targets only; the figures go to FUZZ_STATS
+##   (build/fuzz/stats.json). make fuzz FUZZ_SECONDS=1: every target briefly
 FUZZ_SECONDS ?= 30
+FUZZ_STATS ?= build/fuzz/stats.json
 fuzz: setup
-	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS) --stats build/fuzz/stats.json $(if $(FUZZ_ONLY),--only $(FUZZ_ONLY))
+	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS) --stats $(FUZZ_STATS) $(if $(FUZZ_ONLY),--only $(FUZZ_ONLY))
 
-## make harden-report: fuzzing, fault and authentication figures (FLOOD_SECONDS=600)
+## make harden-report: fuzzing (the last make fuzz's FUZZ_STATS; without them it fuzzes
+##   FUZZ_SECONDS, default 10, per target or FUZZ_ONLY's), fault and authentication figures,
+##   and the bridge's memory over a flood of FLOOD_SECONDS (default 600).
+##   make harden-report FLOOD_SECONDS=3 FUZZ_SECONDS=1 FUZZ_ONLY=cbor: a short run
+FLOOD_SECONDS ?= 600
 harden-report: setup
-	$(PY) bench/harden/report.py
+	FLOOD_SECONDS=$(FLOOD_SECONDS) FUZZ_STATS=$(FUZZ_STATS) $(if $(FUZZ_ONLY),FUZZ_ONLY=$(FUZZ_ONLY)) \
+	  $(PY) bench/harden/report.py
 
 clean:
 	rm -rf build .venv node_modules

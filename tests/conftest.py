@@ -12,7 +12,13 @@ import pytest
 PIPELINE_TIMEOUT_S = 600
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "early: a test of minutes (tests/host/"
+                                       "test_make_targets.py) that xdist should start at once")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    start_early(config, items)
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         # the first Spark test on a worker also starts its JVM: on 2 cores kept busy by
@@ -20,3 +26,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # the timeout is a hang guard, not a speed check
         if path.startswith("tests/pipeline/") and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(PIPELINE_TIMEOUT_S))
+
+
+def start_early(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `early` go where `--dist load` starts them at once, each on a worker of
+    its own: xdist first hands every worker a run of len(items) / workers / 4 consecutive
+    tests, so each goes to the head of one such run; the first run (the Spark group and the
+    HIL suite, the longest) is left as it is. Collected in their place they would start
+    near the end and run on alone after the rest. Every worker computes the same order."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 0))
+    early = [i for i in items if i.get_closest_marker("early") is not None]
+    if workers < 2 or not early:
+        return
+    rest = [i for i in items if i.get_closest_marker("early") is None]
+    run = max(2, len(items) // workers // 4)
+    heads = [run * (1 + k % (workers - 1)) + k // (workers - 1) for k in range(len(early))]
+    for head, item in sorted(zip(heads, early, strict=True), key=lambda x: x[0]):
+        rest.insert(min(head, len(rest)), item)
+    items[:] = rest

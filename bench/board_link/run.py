@@ -231,7 +231,7 @@ def main() -> int:
     paced = int(0.8 * base)
     rows.append(("pubmote defaults, paced at 80%% of umqtt's median (%d/s)" % paced,
                  bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced}), ref))
-    print("One board's acked publishes (MicroPython unix port, same run, %.0f s per row; "
+    print("One board's acked publishes (MicroPython unix port, same run, %g s per row; "
           "each round's pubmote rows against that round's umqtt, the rest against umqtt's "
           "median)" % args.seconds)
     print("  %-71s %10s %8s %8s %8s %8s %8s %7s %8s" % (

@@ -1,10 +1,12 @@
 """Bridge benchmark: simulated boards publish through the bridge to a pynng SUB on
 loopback as fast as the bridge acks; sustained messages/s with loss counted, and the
 latency from the board's publish call to the subscriber (p50/p99). Beside it, in the same
-run, pynng's own PUB->SUB on loopback (messages/s at zero loss, latency)."""
+run, pynng's own PUB->SUB on loopback (messages/s at zero loss, latency). --quick: the
+same rows over a second and a few thousand messages (make bench QUICK=1)."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 import socket
 import subprocess
@@ -31,7 +33,7 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
-def bench_bridge() -> dict[str, float]:
+def bench_bridge(seconds: float = SECONDS) -> dict[str, float]:
     url = "tcp://127.0.0.1:%d" % free_port()
     exe = str(Path(sys.executable).parent / "pubmote")
     got: dict[bytes, list[int]] = {}
@@ -55,7 +57,7 @@ def bench_bridge() -> dict[str, float]:
                 got.setdefault(m.split(b"|", 1)[0], [])
             got = {k: [] for k in got}
             t0 = time.monotonic()
-            while time.monotonic() - t0 < SECONDS:
+            while time.monotonic() - t0 < seconds:
                 try:
                     m = sub.recv()
                 except pynng.Timeout:
@@ -111,8 +113,12 @@ def bench_pynng(count: int = 50000, size: int = 60) -> dict[str, float]:
 
 
 def main() -> int:
-    b = bench_bridge()
-    n = bench_pynng()
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true",
+                    help="1 s of the bridge, 2,000 pynng messages: every line, rough figures")
+    quick = ap.parse_args().quick
+    b = bench_bridge(1.0 if quick else SECONDS)
+    n = bench_pynng(2000 if quick else 50000)
     print("Bridge relay on loopback (same run): %d simulated boards -> bridge -> pynng SUB"
           % BOARDS)
     print("  %-34s %10s %8s %8s %10s %10s" % ("path", "msgs/s", "msgs", "lost", "p50 ms",

@@ -1,9 +1,11 @@
 """Codec benchmark: pubmote_wire against python-ndn on CPython (same run, ops/s and ratio),
 then pubmote_wire on both MicroPythons (ops/s and bytes allocated per operation), then the
-64 kB-heap import check. Prints a table; asserts nothing (targets are in the README)."""
+64 kB-heap import check. Prints a table; asserts nothing (targets are in the README).
+--quick: every case and line, timed over a fraction of the runs (make bench QUICK=1)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -35,6 +37,7 @@ from pubmote_wire.signature import DigestSigner  # noqa: E402
 
 BEST_OF = 3
 RUN_S = 0.7
+MP_OPS = 5000  # operations per MicroPython case
 
 
 def rate(fn: Callable[[], object]) -> float:
@@ -122,10 +125,10 @@ def micropython_cases(lib: Path) -> list[tuple[str, dict[str, str]]]:
     script = ROOT / "bench" / "codec" / "mp_codec.py"
     mp = str(Path(sys.executable).parent / "micropython")
     env = dict(os.environ, MICROPYPATH=".frozen:%s" % lib)
-    unix = subprocess.run([mp, "-X", "heapsize=256k", str(script), "5000"], env=env,
+    unix = subprocess.run([mp, "-X", "heapsize=256k", str(script), str(MP_OPS)], env=env,
                           capture_output=True, text=True, timeout=300)
     wasm = subprocess.run(["node", str(ROOT / "bench" / "wasm_run.mjs"), str(lib), str(script),
-                           "5000"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                           str(MP_OPS)], capture_output=True, text=True, timeout=300, cwd=ROOT)
     out = []
     for label, p in (("unix port 64-bit", unix), ("wasm 32-bit", wasm)):
         res = parse_bench(p.stdout)
@@ -158,6 +161,12 @@ def import_check(lib: Path, heap: str, modules: str = ALL_MODULES) -> str:
 
 
 def main() -> int:
+    global BEST_OF, RUN_S, MP_OPS
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true",
+                    help="best of 1 over short runs: every line, rough figures")
+    if ap.parse_args().quick:
+        BEST_OF, RUN_S, MP_OPS = 1, 0.05, 200
     print("pubmote_wire codec benchmark (%s)" % time.strftime("%Y-%m-%d %H:%M"))
     print()
     print("CPython %s, same run, best of %d:" % (sys.version.split()[0], BEST_OF))

@@ -1,7 +1,8 @@
 # Firmware heap benchmark (MicroPython): a Node and the demo's publishing loop against an
 # in-process bridge emulator on a loopback link, so it runs where there is no serial port
 # (the 32-bit WebAssembly build). Prints "BENCH key value" lines: live heap (after
-# gc.collect) at boot and during 1,000 publishes, with the emulator's own share subtracted.
+# gc.collect) at boot and during 1,000 publishes (argv[1]: another count), with the
+# emulator's own share subtracted.
 import asyncio
 import gc
 import sys

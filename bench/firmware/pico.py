@@ -13,10 +13,17 @@ The probe's stages import what a board running pubmote_node.node loads: the wire
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
 SubFilter; not hmac256, loaded only with a key), then the node; no demo app (a board runs one
 app). The bench app is frozen into its own build of the firmware beside pubmote
-(`pubmote firmware build --app`, as a user freezes theirs), so its code is in flash too."""
+(`pubmote firmware build --app`, as a user freezes theirs), so its code is in flash too.
+
+    python bench/firmware/pico.py [--no-batch] [--quick]
+
+--no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to compare the
+heap the link batches take; --quick: 20 messages each way instead of 1,000, every row
+still printed (make bench QUICK=1)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import signal
@@ -39,7 +46,9 @@ from pubmote.boards.emu import UART_BAUD, PicoBoard, make_fs_image, runner_cmd  
 
 NAME = "pico1"
 APP = ROOT / "bench" / "firmware" / "pico_app" / "pico_bench.py"
-N = 1000
+N = 1000  # messages each way (the bench app's own default too)
+QUICK_N = 20  # a multiple of 20: the board reports every 10th message received
+STALL_S = 60
 GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 
 
@@ -111,14 +120,22 @@ def probe() -> dict[str, int]:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-batch", action="store_true", help="NDN notifies, no link batches")
+    ap.add_argument("--quick", action="store_true",
+                    help="%d messages each way instead of %d" % (QUICK_N, N))
+    args = ap.parse_args()
+    n = QUICK_N if args.quick else N
+    extra: dict[str, object] = {"bench_n": n}
+    if args.no_batch:
+        extra["batch"] = False
     fwbuild.build("pico", progress=lambda line: None)
     node_only = probe()
     sp_pub = "tcp://127.0.0.1:%d" % free_port()
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
     with tempfile.TemporaryDirectory(prefix="pubmote-pico-bench-") as tmp:
-        # --no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to
-        # compare the heap the link batches take
-        board = Board(Path(tmp), {"batch": False} if "--no-batch" in sys.argv[1:] else None)
+        board = Board(Path(tmp), extra)
         bridge = subprocess.Popen(
             [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
              board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub],
@@ -133,7 +150,7 @@ def main() -> int:
         progress_t = time.monotonic()
         wire: dict[str, int] = {}
         try:
-            deadline = time.monotonic() + 1800
+            deadline = time.monotonic() + (600 if args.quick else 1800)
             while "done" not in board.results():
                 if time.monotonic() > deadline or not board.board.alive():
                     print("emulated Pico bench: no result (board log %s)" % board.board.log_path)
@@ -141,9 +158,12 @@ def main() -> int:
                 try:
                     m = sub.recv()
                 except pynng.Timeout:
-                    # nothing for 10 s while receiving: a message was lost on the way (a
-                    # full queue drops, and counts it); send the window again
-                    if wire and time.monotonic() - progress_t > 10 and sent < N + 100:
+                    # nothing for a minute while receiving: a message was lost on the way
+                    # (a full queue drops, and counts it); send the window again. Not
+                    # sooner: the board settles (up to 8 s of its clock, several times that
+                    # on a loaded machine) before it reports, and a window sent again meanwhile
+                    # only fills its queue with copies
+                    if wire and time.monotonic() - progress_t > STALL_S and sent < n + 100:
                         sent = max(reported, sent - 10)
                         progress_t = time.monotonic()
                     else:
@@ -166,29 +186,31 @@ def main() -> int:
             end_process(bridge, signal.SIGINT, 15)
             board.close()
     r.update(node_only)
-    report(r, dict(wire), wall_s)
+    report(r, dict(wire), wall_s, n)
     return 0
 
 
-def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
+def report(r: dict[str, int], wire: dict[str, int], wall_s: float, n: int) -> None:
     print("Firmware on the emulated Pico (rp2 port, pubmote frozen, rp2040js; UART0 at %d baud)"
           % UART_BAUD)
     print("  heap (gc.mem_alloc after gc.collect), goal <= %d B after Node(), <= %d B after "
           "the messages, no growth; stretch %d B" % (GOAL_NODE, GOAL_STEADY, STRETCH))
     print("  (the probe: Node() alone, as with a frozen app, importing only what the node "
           "loads; the bench app is frozen into its firmware beside pubmote)")
+    half, full = format(n // 2, ","), format(n, ",")
     rows = [("booted (probe)", "heap.boot"), ("asyncio imported (probe)", "heap.asyncio")]
     rows += [("  + pubmote_wire.%s" % m, "heap.wire." + m) for m in WIRE]
     rows += [("pubmote_node.node imported (probe)", "heap.imports"),
              ("after Node() (probe)", "heap.node_only"),
              ("bench app: after Node()", "heap.after_node"),
              ("link up, registered", "heap.connected"),
-             ("after 500 published", "heap.pub_half"), ("after 1,000 published", "heap.after_pub"),
+             ("after %s published" % half, "heap.pub_half"),
+             ("after %s published" % full, "heap.after_pub"),
              ("  and settled", "heap.after_pub_settled"),
-             ("500 received, handling it", "heap.recv_half_busy"),
-             ("500 received, handled", "heap.recv_half"),
-             ("1,000 received, handling it", "heap.after_recv_busy"),
-             ("1,000 received, handled", "heap.after_recv"),
+             ("%s received, handling it" % half, "heap.recv_half_busy"),
+             ("%s received, handled" % half, "heap.recv_half"),
+             ("%s received, handling it" % full, "heap.after_recv_busy"),
+             ("%s received, handled" % full, "heap.after_recv"),
              ("  and 5 s later, handled", "heap.after_recv_late")]
     last = 0
     for label, key in rows:
@@ -198,8 +220,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
         if v is not None:
             last = v
     if "heap.after_recv" in r:
-        print("    growth, last 500 published: %+d B; last 500 received: %+d B (handled), "
-              "%+d B (handling)" % (r["heap.after_pub"] - r["heap.pub_half"],
+        print("    growth, last %s published: %+d B; last %s received: %+d B (handled), "
+              "%+d B (handling)" % (half, r["heap.after_pub"] - r["heap.pub_half"], half,
                                     r["heap.after_recv"] - r["heap.recv_half"],
                                     r["heap.after_recv_busy"] - r["heap.recv_half_busy"]))
     msgs = r.get("pub.acked", 0)
@@ -221,7 +243,7 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float) -> None:
               % (r.get("buf.tx", "?"), r.get("buf.rx_frame", "?")))
         print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
               "pending; Nacks from the bridge %s); wall time %.0f s"
-              % (r.get("recv.count", "?"), N, r.get("node.sub_dropped", "?"),
+              % (r.get("recv.count", "?"), n, r.get("node.sub_dropped", "?"),
                  r.get("recv.queued", "?"), r.get("recv.pending", "?"),
                  r.get("node.nacks", "?"), wall_s))
 

@@ -316,7 +316,7 @@ def main() -> int:
     ratios = [a["rate"] / b["rate"] for a, b in zip(light, mq, strict=True)]
     ng = bench_pynng()
     print("One gateway, %d virtual boards, one TCP connection and one message in flight each "
-          "(same topics and payloads for both servers), %.0f s per phase, load average "
+          "(same topics and payloads for both servers), %g s per phase, load average "
           "%.1f -> %.1f" % (args.boards, args.seconds, load0, os.getloadavg()[0]))
     print("  pubmote boards: light = the board protocol's least publisher in the shared codec "
           "(lightboard.py), as the MQTT clients are MQTT's least QoS 1 publisher; Node = the "

@@ -179,7 +179,7 @@ async def main() -> None:
     ap.add_argument("--json", default="")
     args = ap.parse_args()
     edges = topology(args.nodes, args.seed)
-    print("gossip bench: %d nodes, %d links (seed %d), %d-byte messages, %.0f s per rate"
+    print("gossip bench: %d nodes, %d links (seed %d), %d-byte messages, %g s per rate"
           % (args.nodes, len(edges), args.seed, args.size, args.seconds), flush=True)
     rates = [int(r) for r in args.rates.split(",")] if args.rates else LADDER
     results: dict[str, list[dict[str, Any]]] = {}

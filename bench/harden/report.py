@@ -1,7 +1,8 @@
 """`make harden-report`: the hardening figures in one run. Fuzzing (the last `make fuzz`
-stats, else a short run), the regression corpus, faults injected per kind with the
-acknowledged messages lost (must be 0), packets rejected by reason, and the bridge's
-memory at the start and end of a flood (FLOOD_SECONDS, default 600: ten minutes)."""
+stats, FUZZ_STATS; else a short run of FUZZ_SECONDS per target, FUZZ_ONLY's if given), the
+regression corpus, faults injected per kind with the acknowledged messages lost (must be
+0), packets rejected by reason, and the bridge's memory at the start and end of a flood
+(FLOOD_SECONDS, default 600: ten minutes)."""
 
 from __future__ import annotations
 
@@ -16,19 +17,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "host"))
 
-from test_bridge_e2e import _restart_scenario  # noqa: E402
-
 import faults  # noqa: E402
 
 
 def fuzz_figures() -> dict[str, dict[str, int]]:
-    stats = ROOT / "build" / "fuzz" / "stats.json"
+    stats = ROOT / os.environ.get("FUZZ_STATS", "build/fuzz/stats.json")
     if not stats.exists():
         seconds = os.environ.get("FUZZ_SECONDS", "10")
-        print("(no build/fuzz/stats.json from `make fuzz`: fuzzing %s s per target now)"
-              % seconds, flush=True)
+        only = os.environ.get("FUZZ_ONLY", "")
+        print("(no %s from `make fuzz`: fuzzing %s s per target now)" % (stats, seconds),
+              flush=True)
         subprocess.run([sys.executable, str(ROOT / "tests" / "fuzz" / "run.py"), "--seconds",
-                        seconds, "--stats", str(stats)], cwd=ROOT, check=False)
+                        seconds, "--stats", str(stats)] + (["--only", only] if only else []),
+                       cwd=ROOT, check=False)
     if not stats.exists():
         return {}
     result: dict[str, dict[str, int]] = json.loads(stats.read_text())
@@ -59,7 +60,7 @@ def main() -> int:
         for name, coro in (
                 ("noisy serial line", faults.noisy_line(t / "noise")),
                 ("power cut mid-publish", faults.resets_mid_publish(t / "reset")),
-                ("bridge kill -9 + restart", _restart_scenario(t / "restart")),
+                ("bridge kill -9 + restart", faults.bridge_killed_and_restarted(t / "restart")),
                 ("slow SP subscriber", faults.slow_subscriber(t / "slow")),
                 ("flood from one board (%.0f s)" % flood_s,
                  faults.flood_from_one_board(t / "flood", seconds=flood_s)),

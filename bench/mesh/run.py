@@ -128,7 +128,7 @@ def main() -> int:
     }
     cross = {k: asyncio.run(bench_cross(k, args.size_mb)) for k in ("js", "py")}
     ours = results["pubmote"]
-    print("mesh: Noise + Yamux over loopback TCP, %d MiB on one stream, ping for %.0f s "
+    print("mesh: Noise + Yamux over loopback TCP, %d MiB on one stream, ping for %g s "
           "(each implementation against itself, one process)" % (args.size_mb,
                                                                   args.ping_seconds))
     print("%-10s %12s %12s" % ("", "MB/s", "pings/s"))

@@ -1,9 +1,11 @@
 """NDN face benchmark: python-ndn consumers through the bridge's NFD-compatible face,
 app -> bridge -> simulated board -> app and app -> bridge -> app (round trips/s, same run),
-beside python-ndn's own encode+parse rate of the same packets in this process."""
+beside python-ndn's own encode+parse rate of the same packets in this process. --quick:
+the same rows from 1 s of each (make bench QUICK=1)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -19,7 +21,7 @@ SECONDS = "5"
 WINDOW = "8"
 
 
-def python_ndn_codec_rate() -> float:
+def python_ndn_codec_rate(seconds: float = 1.0) -> float:
     from ndn.encoding import (
         InterestParam,
         MetaInfo,
@@ -35,15 +37,15 @@ def python_ndn_codec_rate() -> float:
     signer = DigestSha256Signer()
     n = 0
     t0 = time.perf_counter()
-    while time.perf_counter() - t0 < 1.0:
+    while time.perf_counter() - t0 < seconds:
         parse_interest(make_interest(name, InterestParam(must_be_fresh=True, lifetime=2000)))
         parse_data(make_data(name, MetaInfo(freshness_period=0), b"x" * 100, signer=signer))
         n += 1
     return n / (time.perf_counter() - t0)
 
 
-def consume(env: dict[str, str], prefix: str) -> tuple[float, int, float]:
-    p = subprocess.run([sys.executable, str(HERE / "consumer.py"), prefix, SECONDS, WINDOW],
+def consume(env: dict[str, str], prefix: str, seconds: str) -> tuple[float, int, float]:
+    p = subprocess.run([sys.executable, str(HERE / "consumer.py"), prefix, seconds, WINDOW],
                        env=env, capture_output=True, text=True, timeout=120)
     m = re.search(r"^RESULT (\S+) (\S+) (\S+)$", p.stdout, re.M)
     if not m:
@@ -52,6 +54,9 @@ def consume(env: dict[str, str], prefix: str) -> tuple[float, int, float]:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="1 s per path instead of %s" % SECONDS)
+    seconds = "1" if ap.parse_args().quick else SECONDS
     exe = str(Path(sys.executable).parent / "pubmote")
     with tempfile.TemporaryDirectory(prefix="pubmote-ndnbench-") as tmp:
         sock = Path(tmp) / "nfd.sock"
@@ -71,8 +76,8 @@ def main() -> int:
                                         env=env, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
             time.sleep(1.5)
-            board = consume(env, "/test/sim1/data")
-            apps = consume(env, "/bench/app")
+            board = consume(env, "/test/sim1/data", seconds)
+            apps = consume(env, "/bench/app", seconds)
         finally:
             for p in (producer, bridge):
                 if p is not None and p.poll() is None:
@@ -81,8 +86,8 @@ def main() -> int:
                         p.wait(10)
                     except subprocess.TimeoutExpired:
                         p.kill()
-    ref = python_ndn_codec_rate()
-    print("NDN face (python-ndn consumer, %s in flight, %s s each, same run):" % (WINDOW, SECONDS))
+    ref = python_ndn_codec_rate(float(seconds))
+    print("NDN face (python-ndn consumer, %s in flight, %s s each, same run):" % (WINDOW, seconds))
     print("  %-38s %12s %8s %10s" % ("path", "round trips/s", "failed", "p50 ms"))
     print("  %-38s %12.0f %8d %10.2f" % ("app -> bridge -> board -> app", *board))
     print("  %-38s %12.0f %8d %10.2f" % ("app -> bridge -> app", *apps))

@@ -14,6 +14,7 @@ class archive that `make setup` or a first batch run saves (pipeline/jvm_archive
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -185,14 +186,20 @@ def make_journal(d: Path, rows: int) -> None:
 
 
 def journal_of(rows: int, full: Path) -> Path:
-    """A folder with the first rows/PER_FILE files of the full journal (hard links): the
-    synthesiser's stream is the same for any length, so these are the smaller journal."""
+    """A folder with the first `rows` records of the full journal (hard links to its files,
+    the first lines of the last one): the synthesiser's stream is the same for any length,
+    so these are the smaller journal."""
     d = full.parent / ("rows-%d" % rows)
     if d.exists():
         shutil.rmtree(d)
     d.mkdir()
-    for f in sorted(full.glob("journal-*.jsonl"))[:-(-rows // PER_FILE)]:
-        os.link(f, d / f.name)
+    for i, f in enumerate(sorted(full.glob("journal-*.jsonl"))[:-(-rows // PER_FILE)]):
+        keep = rows - i * PER_FILE
+        if keep >= PER_FILE:
+            os.link(f, d / f.name)
+        else:  # part of a file (one record a line): its first records
+            with f.open() as src, (d / f.name).open("w") as dst:
+                dst.writelines(itertools.islice(src, keep))
     return d
 
 

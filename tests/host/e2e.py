@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import cbor2
 import pynng
 
 from pubmote.boards.fleet import SimFleet
@@ -153,3 +154,32 @@ class Publisher:
 
     def close(self) -> None:
         self.sock.close()
+
+
+async def probe_ctl(bridge_pub: Publisher, col: Collector, board: str, cmd: bytes,
+                    *, resend: bool = False) -> None:
+    """Send a command to a probe board (board_apps/probe_app.py) and wait for its
+    confirmation. Commands are sent once (sub/unsub are reference-counted, as in nanomsg);
+    resend=True is for idempotent ones against a bridge in another process, where the first
+    may go before the dial."""
+    done = b"/test/%s/ctl-done|%s" % (board.encode(), cmd)
+    before = len(col.with_prefix(done))
+    for _ in range(40 if resend else 1):
+        await bridge_pub.send(b"/test/%s/ctl|%s" % (board.encode(), cmd))
+        try:
+            await col.wait_for(done, before + 1, timeout_s=0.5 if resend else 10)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError("board %s did not confirm %r" % (board, cmd))
+
+
+async def probe_report(pub: Publisher, col: Collector, board: str,
+                       resend: bool = False) -> dict[str, object]:
+    """A probe board's report (sent, failed, got, filtered), CBOR decoded."""
+    prefix = b"/test/%s/report|" % board.encode()
+    n = len(col.with_prefix(prefix))
+    await probe_ctl(pub, col, board, b"report", resend=resend)
+    lines = await col.wait_for(prefix, n + 1)
+    result: dict[str, object] = cbor2.loads(lines[-1][len(prefix):])
+    return result

@@ -5,7 +5,7 @@ import asyncio
 import gc
 import time
 
-N = 1000
+N = 1000  # messages each way; the config's bench_n (pico.py --quick) sets another
 PAYLOAD = b"0123456789abcdef"  # a small reading
 
 
@@ -33,6 +33,7 @@ async def settled(node):
 
 
 async def main(node):
+    n = node.config.get("bench_n", N)
     print("BENCH heap.after_node %d" % live())
     asyncio.create_task(node.run())
     base = "/pubmote/bench/%s/" % node.name
@@ -45,7 +46,7 @@ async def main(node):
     rtt_max_us = 0
     acked = 0
     t0 = time.ticks_ms()
-    for i in range(N):
+    for i in range(n):
         t = time.ticks_us()
         if await node.publish(base + "out", PAYLOAD):
             acked += 1
@@ -53,25 +54,25 @@ async def main(node):
         rtt_us += d
         if d > rtt_max_us:
             rtt_max_us = d
-        if i == N // 2 - 1:
+        if i == n // 2 - 1:
             print("BENCH heap.pub_half %d" % live())
     print("BENCH pub.ms %d" % time.ticks_diff(time.ticks_ms(), t0))
     print("BENCH pub.acked %d" % acked)
-    print("BENCH pub.rtt_us_avg %d" % (rtt_us // N))
+    print("BENCH pub.rtt_us_avg %d" % (rtt_us // n))
     print("BENCH pub.rtt_us_max %d" % rtt_max_us)
     print("BENCH heap.after_pub %d" % live())
     print("BENCH heap.after_pub_settled %d" % await settled(node))
     # the host sends N messages, at most 10 beyond what the board last reported having
     got = 0
     await node.publish(base + "ready", b"0")
-    while got < N:
+    while got < n:
         await sub.recv()
         got += 1
         if got % 10 == 0:
-            if got == N // 2:
+            if got == n // 2:
                 print("BENCH heap.recv_half_busy %d" % live())
                 print("BENCH heap.recv_half %d" % await settled(node))
-            if got < N:
+            if got < n:
                 await node.publish(base + "ready", b"%d" % got)
     # measured as at the half: before the host hears of the last ten, so that it sends no
     # more. Announced first, the next window's messages came in while settling and waited

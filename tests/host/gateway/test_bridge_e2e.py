@@ -10,6 +10,7 @@ from pathlib import Path
 import cbor2
 import pytest
 
+import faults
 from e2e import (
     Collector,
     Publisher,
@@ -17,6 +18,8 @@ from e2e import (
     bridge_with_boards,
     free_port,
     nanocat,
+    probe_ctl,
+    probe_report,
     sp_connected,
     wait_until,
 )
@@ -150,33 +153,6 @@ def test_board_to_board(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
-async def _ctl(bridge_pub: Publisher, col: Collector, board: str, cmd: bytes,
-               *, resend: bool = False) -> None:
-    """Send a command to a probe board and wait for its confirmation. Commands are sent
-    once (sub/unsub are reference-counted, as in nanomsg); resend=True is for idempotent
-    ones against a bridge in another process, where the first may go before the dial."""
-    done = b"/test/%s/ctl-done|%s" % (board.encode(), cmd)
-    before = len(col.with_prefix(done))
-    for _ in range(40 if resend else 1):
-        await bridge_pub.send(b"/test/%s/ctl|%s" % (board.encode(), cmd))
-        try:
-            await col.wait_for(done, before + 1, timeout_s=0.5 if resend else 10)
-            return
-        except AssertionError:
-            continue
-    raise AssertionError("board %s did not confirm %r" % (board, cmd))
-
-
-async def _report(pub: Publisher, col: Collector, board: str,
-                  resend: bool = False) -> dict[str, object]:
-    prefix = b"/test/%s/report|" % board.encode()
-    n = len(col.with_prefix(prefix))
-    await _ctl(pub, col, board, b"report", resend=resend)
-    lines = await col.wait_for(prefix, n + 1)
-    result: dict[str, object] = cbor2.loads(lines[-1][len(prefix):])
-    return result
-
-
 def test_filter_semantics_end_to_end(tmp_path: Path) -> None:
     """nanomsg-style filters on a board: prefixes, many topics, unsubscribe, empty matches all; the
     bridge sends only matching messages, so the board never filters one out itself."""
@@ -192,7 +168,7 @@ def test_filter_semantics_end_to_end(tmp_path: Path) -> None:
             try:
                 async def step(cmd: bytes, want_filters: list[bytes],
                                send: list[bytes]) -> list[bytes]:
-                    await _ctl(pub, col, "sim1", cmd)
+                    await probe_ctl(pub, col, "sim1", cmd)
                     await wait_until(lambda: sorted(board.filters) == sorted(want_filters),
                                      10, "filters %r at the bridge" % want_filters)
                     before = board.counters["delivered"]
@@ -204,7 +180,7 @@ def test_filter_semantics_end_to_end(tmp_path: Path) -> None:
                         await pub.send(line)
                     await wait_until(lambda: board.counters["delivered"] >= before + n, 10,
                                      "%d matching messages delivered to the board" % n)
-                    report = await _report(pub, col, "sim1")
+                    report = await probe_report(pub, col, "sim1")
                     assert report["filtered"] == 0, report
                     return list(report["got"])  # type: ignore[call-overload]
 
@@ -249,7 +225,7 @@ def test_garbage_on_the_line_and_cable_replug(tmp_path: Path) -> None:
                 n = len(col.with_prefix(b"/test/sim1/seq|"))
                 await col.wait_for(b"/test/sim1/seq|", n + 5)
                 assert face.bad_frames() > 0
-                report = await _report(pub, col, "sim1")
+                report = await probe_report(pub, col, "sim1")
                 assert report["frames_bad"] > 0  # type: ignore[operator]
                 # pull the cable, put it back: both ends reopen the line by themselves
                 cable.pull()
@@ -268,59 +244,8 @@ def test_garbage_on_the_line_and_cable_replug(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(120)
 def test_bridge_killed_and_restarted_loses_nothing_acked(tmp_path: Path) -> None:
-    asyncio.run(_restart_scenario(tmp_path))
-
-
-async def _restart_scenario(tmp_path: Path) -> dict[str, int]:
-    import os
-    import signal
-    import sys
-
-    from e2e import APPS
-
-    exe = str(Path(sys.executable).parent / "pubmote")
-    urls = _urls()
-    sim = await asyncio.create_subprocess_exec(
-        exe, "sim", "--boards", "1", "--dir", str(tmp_path), "--app", "probe_app",
-        "--app-dir", str(APPS), "--app-config", '{"seq_period_ms": 50}',
-        stdout=asyncio.subprocess.PIPE)
-    bridge_args = [exe, "bridge", "--no-view", "--serial", str(tmp_path / "sim1.tty"),
-                   "--sp-pub", urls["sp_pub"][0], "--sp-sub", urls["sp_sub"][0]]
-
-    async def start_bridge() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(*bridge_args,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-
-    bridge = await start_bridge()
-    col = Collector(urls["sp_pub"][0], b"/test/sim1/")
-    pub = Publisher(urls["sp_sub"][0])
-    try:
-        await col.wait_for(b"/test/sim1/seq|", 20, timeout_s=30)
-        os.kill(bridge.pid, signal.SIGKILL)
-        await bridge.wait()
-        at_kill = len(col.with_prefix(b"/test/sim1/seq|"))
-        await asyncio.sleep(1.0)
-        bridge = await start_bridge()
-        await col.wait_for(b"/test/sim1/seq|", at_kill + 20, timeout_s=30)
-        report = await _report(pub, col, "sim1", resend=True)
-    finally:
-        col.close()
-        pub.close()
-        for p in (bridge, sim):
-            if p.returncode is None:
-                p.terminate()
-                await p.wait()
-    received = {int(x.rsplit(b"|", 1)[1]) for x in col.with_prefix(b"/test/sim1/seq|")}
-    sent = int(report["sent"])  # type: ignore[call-overload]
-    failed = set(report["failed"])  # type: ignore[call-overload]
-    # SP PUB drops what is published before a subscriber connects: count from the first
-    # message our subscriber saw; the last few may still be in flight at the report
-    first = min(received)
-    acked = set(range(first, sent)) - failed
-    missing = sorted(s for s in acked if s not in received and s < sent - 5)
-    assert len(acked) >= 30  # the scenario ran: messages before and after the restart
-    assert not missing, "acked but never delivered: %s" % missing[:20]
-    return {"kills": 1, "acked": len(acked), "acked_lost": len(missing)}
+    r = asyncio.run(faults.bridge_killed_and_restarted(tmp_path))
+    assert r["acked"] >= 30 and r["acked_lost"] == 0, r
 
 
 @pytest.mark.parametrize("link", ["tcp", "udp"])
