@@ -14,7 +14,7 @@ from pubmote.core.addresses import name_problem
 # str (low..high bytes),
 # hex (low..high bytes once decoded), uri (an NDN name URI), module (a Python module path)
 KEYS: dict[str, tuple[str, int, int, str]] = {
-    "period_ms": ("int", 10, 86_400_000, "the demo's reading period"),
+    "period_ms": ("int", 1, 86_400_000, "the demo's reading period"),
     "timeout_ms": ("int", 50, 60_000, "how long the board waits for the bridge's answer"),
     "retries": ("int", 0, 20, "attempts per publish"),
     "keepalive_ms": ("int", 200, 3_600_000, "re-registration period"),
@@ -38,7 +38,7 @@ KEYS: dict[str, tuple[str, int, int, str]] = {
     "key": ("hex", 16, 64, "the board's HMAC key"),
     "app": ("module", 1, 128, "the app module the board runs"),
     "tls": ("flag", 0, 0, "TLS on the tcp link"),
-    "tls_ca": ("hex", 64, 8192, "the gateway's certificate (DER) the board trusts"),
+    "tls_ca": ("hex", 1, 8192, "the gateway's certificate (DER) the board trusts"),
     "tls_fingerprint": ("hex", 32, 32, "the gateway certificate's SHA-256"),
     "tls_name": ("str", 1, 253, "the name the gateway's certificate must carry"),
     "tls_timeout_ms": ("int", 1000, 600_000, "how long the TLS handshake may take"),
