@@ -80,7 +80,8 @@ def check_value(key: str, value: Any, where: str = "--set") -> None:
         except ValueError:
             n = -1
         if not low <= n <= high:
-            bad = "expected %d to %d bytes as hex" % (low, high)
+            bad = ("expected %d bytes as hex (%d digits)" % (low, 2 * low) if low == high
+                   else "expected %d to %d bytes as hex" % (low, high))
     elif kind == "uri" and not (value.startswith("/") and len(value.encode()) <= high):
         bad = "expected an NDN name URI such as /pubmote/node/board1"
     elif kind == "module" and not _MODULE.match(value):
