@@ -48,6 +48,7 @@ class BoardFace:
         self.board: str | None = None  # set by the hub when the board registers
         self.tracer: Any = None  # set by the hub when --trace is on
         self.t_rx = 0.0  # time.time() of the last read
+        self.t_seen = time.monotonic()  # of the last read (or the face's start): idleness
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
                          "tx_bytes": 0, "opens": 0}
 
@@ -69,6 +70,7 @@ class BoardFace:
 
     def feed(self, chunk: bytes) -> None:
         self.t_rx = time.time()  # when these bytes were read: a relayed message's t_recv
+        self.t_seen = time.monotonic()
         self.counters["rx_bytes"] += len(chunk)
         pkts = self.decoder.feed(chunk)  # bytes each
         self.counters["rx_frames"] += len(pkts)

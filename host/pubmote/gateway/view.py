@@ -70,6 +70,7 @@ def render(bridge: Bridge) -> Group:
     foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
         c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
     parts: list[object] = [boards, topics, foot]
+    parts.append("limits hit: %s  (docs/limits.md)" % bridge.limit_summary())
     if sp_line:
         parts.append(sp_line)
     parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
