@@ -7,13 +7,15 @@ command published to it through SP reaches it (its echo comes back)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 import tracemalloc
 from typing import Any
 
 from e2e import Collector, Publisher
-from pubmote_wire import cbor, control, framing, sp
+from pubmote.core import nfd_mgmt
+from pubmote_wire import cbor, control, framing, interest, name, sp, tlv
 
 # the attackers' own addresses: all of 127.0.0.0/8 is loopback on Linux
 ATTACKERS = ["127.0.0.%d" % i for i in range(2, 12)]
@@ -121,6 +123,20 @@ def registration(board: str, serves: int = 0) -> bytes:
     buf = bytearray(len(params) + 256)
     n = control.encode_register(buf, 0, board.encode(), params, -1, 1500, None, None, None)
     return bytes(framing.encode(bytes(buf[:n])))
+
+
+def _tlv(typ: int, value: bytes) -> bytes:
+    buf = bytearray(tlv.tl_size(typ, len(value)))
+    tlv.write_tlv(buf, 0, typ, value)
+    return bytes(buf)
+
+
+def rib_register(prefix: str) -> bytes:
+    """NFD's rib/register command for `prefix` (what python-ndn's register sends), for
+    the NDN face."""
+    params = _tlv(nfd_mgmt.CONTROL_PARAMETERS, _tlv(0x07, name.from_uri(prefix)))
+    return interest.encode(nfd_mgmt.RIB_REGISTER + name.generic(params),
+                           nonce=int.from_bytes(os.urandom(4), "big"), lifetime_ms=4000)
 
 
 def sp_raw(port: int, proto: int, source: str = "127.0.0.1") -> socket.socket:

@@ -10,15 +10,13 @@ during the flood and within 10 s of the attackers leaving."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from attackers import ATTACKERS, Genuine, Memory, Peer, close_all, open_conns
+from attackers import ATTACKERS, Genuine, Memory, Peer, close_all, open_conns, rib_register
 
 from e2e import boards_registered, bridge_with_boards, free_port, sp_connected, wait_until
-from pubmote.core import nfd_mgmt
-from pubmote_wire import interest, name, tlv
+from pubmote_wire import interest, name
 
 RECOVERY_S = 10.0
 HOUR_MS = 3_600_000
@@ -28,19 +26,6 @@ CAPS = {"pit_max": 512, "pit_max_per_face": 128, "pit_max_lifetime_ms": 3000,
 
 def run(body: Callable[[], Awaitable[None]], timeout_s: float = 120) -> None:
     asyncio.run(asyncio.wait_for(body(), timeout_s))
-
-
-def _tlv(typ: int, value: bytes) -> bytes:
-    buf = bytearray(tlv.tl_size(typ, len(value)))
-    tlv.write_tlv(buf, 0, typ, value)
-    return bytes(buf)
-
-
-def rib_register(prefix: str) -> bytes:
-    """NFD's rib/register command for `prefix` (what python-ndn's register sends)."""
-    params = _tlv(nfd_mgmt.CONTROL_PARAMETERS, _tlv(0x07, name.from_uri(prefix)))
-    return interest.encode(nfd_mgmt.RIB_REGISTER + name.generic(params),
-                           nonce=int.from_bytes(os.urandom(4), "big"), lifetime_ms=4000)
 
 
 def flood(prefix: str, count: int, lifetime_ms: int = HOUR_MS) -> bytes:

@@ -35,6 +35,9 @@ class Message:
 Listener = Callable[[Message], None]
 
 
+LAST_PAYLOAD_MAX = 1024  # bytes of a topic's last value kept for the view: bounded per topic
+
+
 class TopicStats:
     __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
 
@@ -49,7 +52,8 @@ class TopicStats:
 
     def add(self, msg: Message) -> None:
         self.count += 1
-        self.last_payload = msg.payload
+        p = msg.payload
+        self.last_payload = p if len(p) <= LAST_PAYLOAD_MAX else p[:LAST_PAYLOAD_MAX]
         self.last_origin = msg.origin
         self.last_time = msg.t_recv
         now = time.monotonic()
