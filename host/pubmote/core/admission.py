@@ -44,14 +44,14 @@ class Admission:
 
     def admit(self, source: str | None) -> bool:
         if self.held >= self.max_total:
-            self.hits.hit(self.total_key, "%s refused %s: %d connections held"
-                          % (self.label, source or "a local peer", self.held))
+            self.hits.hit(self.total_key, "%s refused %s: %d connections held", self.label,
+                          source or "a local peer", self.held)
             return False
         if source is not None:
             n = self._by_source.get(source, 0)
             if n >= self.max_per_ip:
-                self.hits.hit(self.per_ip_key, "%s refused %s: it holds %d already"
-                              % (self.label, source, n))
+                self.hits.hit(self.per_ip_key, "%s refused %s: it holds %d already",
+                              self.label, source, n)
                 return False
             self._by_source[source] = n + 1
         self.held += 1

@@ -87,11 +87,11 @@ class Forwarder:
             return True
         if mine is not None and len(mine) >= self.max_fib_per_face:
             self.counters["fib_full"] += 1
-            self.hits.hit("fib_max_per_face", "a route of %s refused" % face.label)
+            self.hits.hit("fib_max_per_face", "a route of %s refused", face.label)
             return False
         if prefix not in self.fib and len(self.fib) >= self.max_fib:
             self.counters["fib_full"] += 1
-            self.hits.hit("fib_max", "a route of %s refused" % face.label)
+            self.hits.hit("fib_max", "a route of %s refused", face.label)
             return False
         self.fib.setdefault(prefix, {})[face.face_id] = face
         self._routes_by_face.setdefault(face.face_id, set()).add(prefix)
@@ -153,7 +153,7 @@ class Forwarder:
         if held is not None and full_name not in held and len(held) >= self.max_pit_per_face:
             assert holder is not None
             self.counters["pit_face_quota"] += 1
-            self.hits.hit("pit_max_per_face", "an Interest of %s refused" % holder.label)
+            self.hits.hit("pit_max_per_face", "an Interest of %s refused", holder.label)
             return self._refused(sink)
         entry = self.pit.get(full_name)
         is_new = entry is None
@@ -166,8 +166,8 @@ class Forwarder:
             internal = face is None
             if (self._internal if internal else len(self.pit) - self._internal) >= self.max_pit:
                 self.counters["pit_full"] += 1
-                self.hits.hit("pit_max", "an Interest of %s refused"
-                              % (holder.label if holder is not None else "the hub"))
+                self.hits.hit("pit_max", "an Interest of %s refused",
+                              holder.label if holder is not None else "the hub")
                 return self._refused(sink)
             if lifetime_ms > self.max_lifetime_ms:
                 lifetime_ms = self.max_lifetime_ms
@@ -181,7 +181,7 @@ class Forwarder:
             nonces = entry.nonces
             if len(nonces) >= self.max_nonces:
                 del nonces[0]  # loops are caught within the last few; older ones forgotten
-                self.hits.hit("pit_max_nonces")
+                self.hits.hit("pit_max_nonces", "an entry's oldest nonce forgotten")
             nonces.append(nonce)
         if hid is not None:
             self._by_face.setdefault(hid, set()).add(full_name)

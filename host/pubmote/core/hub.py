@@ -226,8 +226,8 @@ class Hub(NotifyIntake, Delivery):
         if b is None:
             if len(self.boards) >= self.max_boards and not self._evict_longest_down(bname):
                 self.counters["unknown_board_refused"] += 1
-                self.hits.hit("max_boards", "board %s on %s refused: %d boards, all up"
-                              % (bname, face.label, len(self.boards)))
+                self.hits.hit("max_boards", "board %s on %s refused: %d boards, all up",
+                              bname, face.label, len(self.boards))
                 return
             b = BoardState(bname, prefix, face, self.board_queue_len)
             self.boards[bname] = b
@@ -299,8 +299,8 @@ class Hub(NotifyIntake, Delivery):
         if b.face.board == b.name:
             b.face.board = None
         self.counters["boards_evicted"] += 1
-        self.hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s"
-                      % (b.name, time.monotonic() - b.down_since, newcomer))
+        self.hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s",
+                      b.name, time.monotonic() - b.down_since, newcomer)
         self._journal_event("board_evicted", b.name, b.face.label)
         return True
 

@@ -16,10 +16,10 @@ class Limits:
     Each attribute is a config key of the same name (docs/limits.md says what it bounds)."""
 
     # connections, per listener and per source address (an IPv6 peer: its /64)
-    sp_max_conns: int = 128
+    sp_max_conns: int = 64
     sp_max_conns_per_ip: int = 32
     sp_handshake_timeout_s: float = 5.0
-    sp_max_unconfirmed: int = 16384
+    sp_max_unconfirmed: int = 8192
     tcp_max_conns: int = 256
     tcp_max_conns_per_ip: int = 8
     udp_max_boards: int = 256
@@ -80,12 +80,14 @@ class LimitHits:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
 
-    def hit(self, key: str, what: str = "") -> None:
+    def hit(self, key: str, what: str = "", *args: object) -> None:
+        """Count a hit of limit `key`; `what % args` says what it did (formatted only
+        when logged)."""
         assert key in DEFAULTS, key  # every counter is a documented limit
         n = self.counts[key] = self.counts.get(key, 0) + 1
         if n & (n - 1) == 0:
-            log.warning("limit %s hit%s (%d so far; docs/limits.md)", key,
-                        ": " + what if what else "", n)
+            log.warning("limit %s hit: " + (what or "-") + " (%d so far; docs/limits.md)",
+                        key, *args, n)
 
     def summary(self, extra: dict[str, int] | None = None) -> str:
         """`key n, key n` for the limits hit so far (and `extra` counts), or `none`."""

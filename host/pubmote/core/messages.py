@@ -39,10 +39,12 @@ LAST_PAYLOAD_MAX = 1024  # bytes of a topic's last value kept for the view: boun
 
 
 class TopicStats:
-    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
+    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "mark", "_t0",
+                 "_n0")
 
     def __init__(self) -> None:
         self.count = 0
+        self.mark = 0  # the topic table's eviction clock (topic_table.py)
         self.last_payload = b""
         self.last_origin = ""
         self.last_time = 0.0

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import time
+from collections import deque
 from typing import Any
 
 from pubmote.core.addresses import AddressError, parse_tcp_url
@@ -82,11 +83,6 @@ class _Conn(asyncio.Protocol):
         self._aborted = False  # by us: what the transport still held is gone
         self._handshake: asyncio.TimerHandle | None = None
 
-    def queue(self, frame: bytes, msg: Message | None) -> None:
-        self.pending.append(frame)
-        self.pending_bytes += len(frame)
-        self.sent.add(len(frame), msg)
-
     def flush(self) -> None:
         if self.pending and self.t is not None:
             self.t.write(b"".join(self.pending))
@@ -149,8 +145,8 @@ class _Conn(asyncio.Protocol):
     def _handshake_expired(self) -> None:
         self._handshake = None
         if not self.ready:
-            self.ep.hits.hit("sp_handshake_timeout_s", "SP %s: %s sent no SP header in %.0f s"
-                             % (self.ep.url, self.peer, self.ep.handshake_timeout_s))
+            self.ep.hits.hit("sp_handshake_timeout_s", "SP %s: %s sent no SP header in %.0f s",
+                             self.ep.url, self.peer, self.ep.handshake_timeout_s)
             self.abort()
 
     def data_received(self, data: bytes) -> None:
@@ -240,13 +236,18 @@ class SpEndpoint:
                 # not a subscriber yet (its SP header not in): it never gets this one
                 counters["dropped"] += 1
                 counters["dropped_handshake"] += 1
-            elif (c.buffered() + size > self.buffer_bytes
-                  or len(c.sent.entries) >= self.max_unconfirmed):
-                counters["dropped"] += 1
             else:
-                c.queue(frame, tracked)
-                queued += 1
-                continue
+                sent = c.sent
+                entries = sent.entries
+                if (len(entries) < self.max_unconfirmed
+                        and c.buffered() + size <= self.buffer_bytes):
+                    c.pending.append(frame)
+                    c.pending_bytes += size
+                    end = sent.queued_end = sent.queued_end + size
+                    entries.append((end, tracked))  # counted sent once its bytes left
+                    queued += 1
+                    continue
+                counters["dropped"] += 1
             if journal:
                 self.hub.journal_outcome(msg, c.egress, "dropped")
         if queued:
@@ -280,22 +281,22 @@ class SpEndpoint:
         if waiting:
             self._confirm_due = asyncio.get_running_loop().call_later(CONFIRM_S, self._recheck)
 
-    def sent(self, conn: _Conn, msgs: list[Message | None]) -> None:
+    def sent(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
         """Messages whose bytes have left the host for conn's subscriber."""
         self.counters["sent"] += len(msgs)
         if self.hub.journal is not None:
-            for m in msgs:
+            for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "delivered")
 
-    def lost(self, conn: _Conn, msgs: list[Message | None]) -> None:
+    def lost(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
         """Messages still in conn's buffers when its connection was lost."""
         if not msgs:
             return
         self.counters["dropped"] += len(msgs)
         self.counters["dropped_lost"] += len(msgs)
         if self.hub.journal is not None:
-            for m in msgs:
+            for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "dropped")
         log.info("SP subscriber %s gone with %d message(s) not sent", conn.peer, len(msgs))

@@ -21,7 +21,9 @@ _OUTQ = getattr(termios, "TIOCOUTQ", None)  # == SIOCOUTQ on Linux
 
 class SentLog:
     """The messages queued for one socket and not yet known to have left the host, each
-    with the offset in the stream just past its last byte."""
+    with the offset in the stream just past its last byte. The relay queues a message of
+    n bytes by advancing `queued_end` by n and appending (queued_end, item) to `entries`
+    (inline: it is the hot path); the item comes back from take_sent once it is sent."""
 
     __slots__ = ("written", "queued_end", "entries", "last_buffered", "_fd", "_outq")
 
@@ -32,11 +34,6 @@ class SentLog:
         self.last_buffered = 0  # the transport's buffer at our last look (only shrinks)
         self._fd = sock.fileno() if sock is not None and _OUTQ is not None else -1
         self._outq = array.array("i", [0])
-
-    def add(self, nbytes: int, item: Any) -> None:
-        """A message of nbytes queued (item: what to hand back once it is sent)."""
-        self.queued_end += nbytes
-        self.entries.append((self.queued_end, item))
 
     def wrote(self, nbytes: int, buffered: int) -> None:
         """nbytes handed to the transport, whose buffer then held `buffered` bytes."""
@@ -64,15 +61,17 @@ class SentLog:
             self.last_buffered = buffered
         return self.written - buffered - self.unacked()
 
-    def take_sent(self, end: int) -> list[Any]:
-        """Remove and return the items of the messages wholly before `end`."""
+    def take_sent(self, end: int) -> deque[tuple[int, Any]]:
+        """Remove and return the (offset, item) of the messages wholly before `end`."""
         entries = self.entries
-        out = []
-        while entries and entries[0][0] <= end:
-            out.append(entries.popleft()[1])
+        if not entries or entries[-1][0] <= end:  # all of them: the usual case
+            self.entries = deque()
+            return entries
+        out: deque[tuple[int, Any]] = deque()
+        while entries[0][0] <= end:
+            out.append(entries.popleft())
         return out
 
-    def take_all(self) -> list[Any]:
-        out = [item for _, item in self.entries]
-        self.entries.clear()
+    def take_all(self) -> deque[tuple[int, Any]]:
+        out, self.entries = self.entries, deque()
         return out

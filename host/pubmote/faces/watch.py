@@ -66,5 +66,5 @@ class FaceWatch:
             else:
                 continue
             self.forget(face)
-            self.hits.hit(key, "%s closed: %s" % (face.label, why % limit))
+            self.hits.hit(key, "%s closed: " + why, face.label, limit)
             face.close()
