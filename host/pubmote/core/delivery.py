@@ -23,7 +23,7 @@ class Delivery(HubBase):
             while not b.outbox:
                 b.wake.clear()
                 await b.wake.wait()
-            if not b.face.up:
+            if not b.face.up or b.down:  # down: its face may carry another board by now
                 await asyncio.sleep(0.2)
                 continue
             msg = b.outbox.popleft()

@@ -352,6 +352,7 @@ class SpEndpoint:
                     self.counters["unflushed"] += 1
                     log.warning("SP subscriber %s did not take its buffer within %.1f s: "
                                 "%d bytes not sent", c.peer, flush_s, left)
+                    self.lost(c, c.sent.take_all())  # now: the loop may end before it says
                     c.abort()
                 else:
                     c.t.close()
