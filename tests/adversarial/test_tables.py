@@ -23,9 +23,11 @@ from attackers import (
     registration,
     rib_register,
 )
+from rich.console import Console
 
 from e2e import boards_registered, bridge_with_boards, free_port, sp_connected, wait_until
 from pubmote.boards.sim import SimBoard
+from pubmote.gateway.view import render
 from pubmote_wire import batch, cbor, control, framing, sp
 from pubmote_wire import name as ndn_name
 
@@ -111,6 +113,10 @@ def test_unique_topics_keep_the_topic_table_bounded(tmp_path: Path) -> None:
                 g.close()
             assert bridge.hits.counts["max_topics"] >= 10_000 - 256
             assert "max_topics" in bridge.status()
+            console = Console(record=True, width=200)
+            console.print(render(bridge))  # the live view's footer shows it too
+            footer = [x for x in console.export_text().splitlines() if "limits hit:" in x]
+            assert footer and "max_topics" in footer[0], footer
 
     run(body)
 
