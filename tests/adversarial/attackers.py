@@ -54,6 +54,12 @@ class Genuine:
                 sent_at = now
             await asyncio.sleep(0.05)
 
+    async def recovered(self, what: str, within_s: float = 10.0) -> float:
+        """Served again within within_s of the attackers leaving: the seconds it took."""
+        took = await self.served(within_s)
+        print("%s: genuine board served again %.1f s after the attackers left" % (what, took))
+        return took
+
     def close(self) -> None:
         self.col.close()
         self.pub.close()

@@ -72,7 +72,7 @@ def test_pit_flood_blocks_no_command_and_leaves_with_its_faces(tmp_path: Path) -
                 # what the flooders put in the PIT leaves with them, not in an hour
                 await wait_until(lambda: len(fwd.pit) < 16, 2, "the attackers' PIT entries "
                                  "to go with their faces (%d left)" % len(fwd.pit))
-                assert await g.served(RECOVERY_S) < RECOVERY_S
+                await g.recovered("PIT flood")
 
                 # they come back and stay: their Interests live no longer than the cap
                 attackers = await _producer(port)
@@ -101,7 +101,7 @@ def test_pit_flood_blocks_no_command_and_leaves_with_its_faces(tmp_path: Path) -
                 assert grown < 512, "the nonce flood grew the heap by %d KiB" % grown
                 await g.served()
                 close_all(attackers)
-                assert await g.served(RECOVERY_S) < RECOVERY_S
+                await g.recovered("nonce flood")
             finally:
                 mem.stop()
                 close_all(attackers)
@@ -109,6 +109,5 @@ def test_pit_flood_blocks_no_command_and_leaves_with_its_faces(tmp_path: Path) -
             hits = bridge.hits.counts
             assert hits["pit_max_per_face"] > 0 and hits["pit_max"] > 0
             assert hits["pit_max_lifetime_ms"] > 0 and hits["pit_max_nonces"] > 0
-            assert bridge.hub.board("sim1").counters["deliver_failed"] == 0
 
     run(body)
