@@ -91,7 +91,7 @@ def test_unique_topics_keep_the_topic_table_bounded(tmp_path: Path) -> None:
                 pub.setblocking(False)
                 await asyncio.get_running_loop().sock_sendall(pub, sp.header(sp.PUB) + flood)
                 peers = await open_conns(port, ATTACKERS[1:2], 1, _batching_board("fakeb"))
-                await wait_until(lambda: hub.board("fakeb") is not None, 5, "the fake board")
+                await wait_until(lambda: hub.board("fakeb") is not None, 30, "the fake board")
                 peers[0].write(frames)
                 await wait_until(lambda: hub.counters["messages"] - start >= 10_000, 30,
                                  "the 10,000 flood messages (%d)"
