@@ -7,7 +7,7 @@ import asyncio
 import struct
 
 from pubmote.p2p import Host, KeyPair, Stream, multistream, noise, yamux
-from pubmote.p2p.host import HostConfig
+from pubmote.p2p.hostconfig import HostConfig
 from pubmote.p2p.noise import NoiseSession
 from pubmote.p2p.transport import RawConn, dial_tcp
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pubmote.core import limits
 from pubmote.core.addresses import AddressError, check_serial, parse_hostport
 
 
@@ -18,7 +19,8 @@ class ConfigError(ValueError):
 _FLAG_NAMES = {"journal_max_age_s": "--journal-max-age", "mesh_topics": "--mesh-topic"}
 _TOML_ONLY = ("timeout_ms", "board_queue_len", "sp_buffer_bytes", "retained", "dht_key_file",
               "dht_pubkey", "dht_host", "dht_port", "dht_bootstrap", "dht_timeout_s",
-              "mesh_out_queue", "journal_backlog_records", "journal_backlog_bytes")
+              "mesh_out_queue", "journal_backlog_records", "journal_backlog_bytes",
+              *limits.KEYS)
 
 
 def _flag(key: str) -> str:
@@ -67,6 +69,11 @@ def check(cfg: dict[str, Any]) -> None:
         v = cfg.get(key)
         if v is not None and not isinstance(v, bool):
             raise ConfigError("%s: expected true or false, got %r" % (_where(key), v))
+    for key in limits.KEYS:  # docs/limits.md
+        v = cfg.get(key)
+        why = limits.check_value(key, v) if v is not None else None
+        if why is not None:
+            raise ConfigError("%s: %s (docs/limits.md)" % (_where(key), why))
     if not isinstance(cfg.get("sim_app_config", {}), dict):
         raise ConfigError("%s: expected a JSON object such as '{\"period_ms\": 200}', got %r"
                           % (_where("sim_app_config"), cfg["sim_app_config"]))

@@ -129,6 +129,8 @@ class BoardAuth:
         self.rejected[reason] += 1
         # a misconfigured board retries for ever: log its 1st, 2nd, 4th, 8th... refusal
         key = (board or "?", reason)
+        if key not in self._logged and len(self._logged) >= 1024:
+            self._logged.clear()  # names come from packets: bounded, at worst said again
         n = self._logged[key] = self._logged.get(key, 0) + 1
         if n & (n - 1) == 0:
             log.warning("rejected %s from board %s: %s (%d so far)", what, board or "?",

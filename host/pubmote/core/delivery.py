@@ -23,7 +23,7 @@ class Delivery(HubBase):
             while not b.outbox:
                 b.wake.clear()
                 await b.wake.wait()
-            if not b.face.up:
+            if not b.face.up or b.down:  # down: its face may carry another board by now
                 await asyncio.sleep(0.2)
                 continue
             msg = b.outbox.popleft()
@@ -43,7 +43,7 @@ class Delivery(HubBase):
                 n = notify.encode_notify_interest(nb, 0, topic, self.prefix, nonce,
                                                   lifetime_ms=self.timeout_ms, signer=SIGNER)
                 nacked: list[bool] = []
-                if await self._express(bytes(nb[:n]), [b.face], nacked) is not None:
+                if await self._express(bytes(nb[:n]), [b.face], nacked, owner=b.face) is not None:
                     b.counters["delivered"] += 1
                     self.journal_outcome(msg, b.name, "delivered")
                     return

@@ -52,8 +52,7 @@ class Hub(NotifyIntake, Delivery):
             self.fwd.remove_face(face)
             b = self.boards.get(face.board or "")
             if b is not None and b.face is face and not b.down:
-                b.down = True
-                self._journal_event("board_down", b.name, face.label)
+                self._mark_down(b)
             sub = self.app_subs.pop(face.face_id, None)
             if sub is not None and sub.worker is not None:
                 sub.worker.cancel()
@@ -63,6 +62,14 @@ class Hub(NotifyIntake, Delivery):
             return  # the bridge is stopping: nothing new comes in, nothing more is acked
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
+        try:
+            self._dispatch(face, pkt)
+        except Exception:  # noqa: BLE001 - nothing a peer sends may close another's face
+            n = self.counters["internal_errors"] = self.counters["internal_errors"] + 1
+            if n & (n - 1) == 0:  # said, not flooded
+                log.exception("a packet from %s failed (%d so far)", face.label, n)
+
+    def _dispatch(self, face: HubFace, pkt: bytes) -> None:
         try:
             if not pkt:  # a good frame of no bytes (its CRC only): nothing to dispatch
                 raise DecodeError("empty packet")
@@ -170,14 +177,13 @@ class Hub(NotifyIntake, Delivery):
             return
         prefix = params["name"]
         params["face_id"] = face.face_id
-        if register:
-            try:
-                self.fwd.add_route(prefix, face)
-            except ValueError as e:
-                self.counters["rib_refused"] += 1
-                self._reply(face, nm, nfd_mgmt.control_response(403, str(e), None))
-                return
-        else:
+        if register and not self.fwd.add_route(prefix, face):
+            self.counters["rib_refused"] += 1
+            self._reply(face, nm, nfd_mgmt.control_response(
+                403, "FIB full (%d routes, %d per face)" % (self.fwd.max_fib,
+                                                           self.fwd.max_fib_per_face), None))
+            return
+        if not register:
             self.fwd.remove_route(prefix, face)
         topic = control.notify_topic(prefix)
         if topic is not None:
@@ -216,17 +222,23 @@ class Hub(NotifyIntake, Delivery):
             # a board with a key registers only with it: nobody else takes its name
             self.auth.rejected["register_rejected"] += 1
             return
+        # a face carries one board: a new name on it takes over from the one before
+        prev = self.boards.get(face.board or "")
+        if prev is not None and prev.name != bname and prev.face is face and not prev.down:
+            self._mark_down(prev)
         b = self.boards.get(bname)
         if b is None:
-            if len(self.boards) >= self.max_boards:
+            if len(self.boards) >= self.max_boards and not self._evict_longest_down(bname):
                 self.counters["unknown_board_refused"] += 1
+                self.hits.hit("max_boards", "board %s on %s refused: %d boards, all up",
+                              bname, face.label, len(self.boards))
                 return
             b = BoardState(bname, prefix, face, self.board_queue_len)
             self.boards[bname] = b
             log.info("board %s registered on %s", bname, face.label)
             self._journal_event("board_up", bname, face.label, reconnect=False)
         elif b.face is not face or b.prefix != prefix or b.down:
-            self.fwd.remove_route(b.prefix, b.face)
+            self._drop_routes(b)
             log.info("board %s moved to %s", bname, face.label)
             self._journal_event("board_up", bname, face.label, reconnect=True)
         if b.boot is not None and boot != b.boot:
@@ -242,9 +254,14 @@ class Hub(NotifyIntake, Delivery):
         b.batch = offers_batch and key is None and self.batch_link
         b.registrations += 1
         b.last_seen = time.time()
-        self.fwd.add_route(prefix, face)
-        for served in serves:  # named data the board answers (python-ndn express_interest)
-            self.fwd.add_route(served, face)
+        # its prefix and the named data it answers (python-ndn express_interest); a route
+        # the FIB refuses (full: counted) only costs NDN apps that route: the hub fetches
+        # from and delivers to the board on its face
+        wanted = [prefix, *serves]
+        for p in b.routes:
+            if p not in wanted:
+                self.fwd.remove_route(p, face)
+        b.routes = [p for p in wanted if self.fwd.add_route(p, face)]
         if b.worker is None or b.worker.done():
             b.worker = self._spawn(self._deliver_loop(b))
         info = b.info()
@@ -261,6 +278,38 @@ class Hub(NotifyIntake, Delivery):
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
+
+    def _mark_down(self, b: BoardState) -> None:
+        b.down = True
+        b.down_since = time.monotonic()
+        self._drop_routes(b)
+        self._journal_event("board_down", b.name, b.face.label)
+
+    def _drop_routes(self, b: BoardState) -> None:
+        for p in b.routes:
+            self.fwd.remove_route(p, b.face)
+        b.routes = []
+
+    def _evict_longest_down(self, newcomer: str) -> bool:
+        """Make room in a full board table: forget the board down the longest (its queue
+        is dropped, journaled); False when every board is up."""
+        down = [b for b in self.boards.values() if b.down or not b.face.up]
+        if not down:
+            return False
+        b = min(down, key=_down_since)
+        del self.boards[b.name]
+        self._index = None  # the filter index still holds it
+        if b.worker is not None:
+            b.worker.cancel()
+        while b.outbox:
+            self.journal_outcome(b.outbox.popleft(), b.name, "dropped")
+        if b.face.board == b.name:
+            b.face.board = None
+        self.counters["boards_evicted"] += 1
+        self.hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s",
+                      b.name, time.monotonic() - b.down_since, newcomer)
+        self._journal_event("board_evicted", b.name, b.face.label)
+        return True
 
     # ---- the API for everyone else: events, snapshots ---------------------------------
 
@@ -304,11 +353,16 @@ class Hub(NotifyIntake, Delivery):
         return list(self.boards)
 
     def topic_stats(self) -> dict[bytes, TopicStats]:
-        """Per-topic figures (count, rate, last value), by topic URI; a copy of the table."""
-        return dict(self.topics)
+        """Per-topic figures (count, rate, last value), by topic URI, for the most recently
+        published topics (limit max_topics); a copy of the table."""
+        return self.topics.snapshot()
 
     def stats(self) -> dict[str, int]:
         """The hub's counters, and the PIT's size as "pit"."""
         out = dict(self.counters)
         out["pit"] = len(self.fwd.pit)
         return out
+
+
+def _down_since(b: BoardState) -> float:
+    return b.down_since

@@ -18,8 +18,10 @@ from pubmote.core.auth import BoardAuth
 from pubmote.core.filter_index import FilterIndex
 from pubmote.core.forwarder import Face, Forwarder
 from pubmote.core.journal import Journal
-from pubmote.core.messages import Listener, Message, TopicStats
+from pubmote.core.limits import LimitHits, Limits
+from pubmote.core.messages import Listener, Message
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote.core.topic_table import TopicTable
 from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
@@ -42,16 +44,21 @@ class HubBase:
     """State shared by the hub's parts; not used on its own."""
 
     def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
-                 board_queue_len: int = 64, window: int = 4, max_boards: int = 256,
-                 batch_link: bool = True) -> None:
+                 board_queue_len: int = 64, window: int = 4, batch_link: bool = True,
+                 limits: Limits | None = None, hits: LimitHits | None = None) -> None:
         self.gateway = gateway
         self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
-        self.fwd = Forwarder()
+        self.limits = lim = limits if limits is not None else Limits()
+        self.hits = hits if hits is not None else LimitHits()  # every limit hit, by key
+        self.fwd = Forwarder(max_pit=lim.pit_max, max_pit_per_face=lim.pit_max_per_face,
+                             max_fib=lim.fib_max, max_fib_per_face=lim.fib_max_per_face,
+                             max_lifetime_ms=lim.pit_max_lifetime_ms,
+                             max_nonces=lim.pit_max_nonces, hits=self.hits)
         self.timeout_ms = timeout_ms
         self.retries = retries
         self.board_queue_len = board_queue_len
         self.window = window
-        self.max_boards = max_boards
+        self.max_boards = lim.max_boards
         self.batch_link = batch_link  # accept link batches from boards that offer them
         self._topic_uris: dict[bytes, bytes] = {}  # a batch topic's Name -> its URI
         self.boards: dict[str, BoardState] = {}
@@ -60,7 +67,7 @@ class HubBase:
         self.tracer: Any = None
         self.auth: BoardAuth | None = None
         self.journal: Journal | None = None
-        self.topics: dict[bytes, TopicStats] = {}
+        self.topics = TopicTable(lim.max_topics, self.hits)
         self._listeners: list[Listener] = []
         # called with each board as it (re)registers: retained topics hand it last values
         self._register_hooks: list[Callable[[BoardInfo], None]] = []
@@ -87,7 +94,7 @@ class HubBase:
                          # failures inside the bridge's own code (a listener, a hook, a
                          # packet handler, a task) that input provoked: contained, counted
                          "listener_errors": 0, "hook_errors": 0, "packet_errors": 0,
-                         "task_errors": 0}
+                         "task_errors": 0, "boards_evicted": 0, "internal_errors": 0}
 
     def _fault(self, key: str, what: str) -> None:
         """Count a contained failure (called in an except block) and log it with its
@@ -103,10 +110,11 @@ class HubBase:
         if b is not None:
             b.counters[key] += 1
 
-    async def _express(self, pkt: bytes, hops: Sequence[Face],
-                       nacked: list[bool] | None = None) -> bytes | None:
-        """Send an Interest, wait for its Data (None on timeout or Nack; a Nack also
-        appends True to `nacked`)."""
+    async def _express(self, pkt: bytes, hops: Sequence[Face], nacked: list[bool] | None = None,
+                       owner: Face | None = None) -> bytes | None:
+        """Send an Interest on behalf of `owner` (the face whose share of the PIT it counts
+        in), wait for its Data (None on timeout, Nack or refusal; a Nack also appends True to
+        `nacked`)."""
         i = ndn_interest.decode_interest(pkt)
         fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
 
@@ -116,7 +124,8 @@ class HubBase:
                     nacked.append(True)
                 fut.set_result(reply)
 
-        if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink):
+        if self.fwd.add_pending(bytes(i.name), i.nonce, self.timeout_ms, sink=sink,
+                                owner=owner):
             for h in hops:
                 h.send_packet(pkt)
         return await fut
@@ -268,10 +277,7 @@ class HubBase:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
                       msg.origin, msg.ingress, len(msg.payload))
-        stats = self.topics.get(msg.topic)
-        if stats is None:
-            stats = self.topics[msg.topic] = TopicStats()
-        stats.add(msg)
+        self.topics.note(msg)
         if self.journal is not None:
             self.journal_outcome(msg, None, "relayed")
         if boards is not None:

@@ -58,7 +58,6 @@ class NotifyIntake(HubBase):
             self._count_board(face, "published")
             b = self.boards.get(face.board or "")
             if b is not None:
-                b.last[msg.topic] = payload
                 b.last_seen = time.time()
             self.publish(msg)
             # acked once the message is written to every connected subscriber's socket (or
@@ -86,7 +85,7 @@ class NotifyIntake(HubBase):
         done = self._done
         uris = self._topic_uris
         origin, label = b.name, face.label
-        publish, last = self.publish, b.last
+        publish = self.publish
         prefix = b.prefix + epoch.to_bytes(4, "big")
         t_rx = getattr(face, "t_rx", None) or time.time()  # when the face read the batch
         uri = t_prev = None
@@ -105,9 +104,7 @@ class NotifyIntake(HubBase):
                             uris.clear()
                         uri = uris[t] = ndn_name.to_uri(t).encode()
                 assert uri is not None
-                data = bytes(payload)
-                last[uri] = data
-                publish(Message(uri, data, origin, label, None, t_rx))
+                publish(Message(uri, bytes(payload), origin, label, None, t_rx))
                 done[key] = True
                 new += 1
         b.counters["published"] += new
@@ -161,7 +158,7 @@ class NotifyIntake(HubBase):
                                            interest_nonce=new_nonce(), lifetime_ms=self.timeout_ms,
                                            fwd_hint=fwd or None)
             pkt = bytes(buf[:n])
-            reply = await self._express(pkt, hops)
+            reply = await self._express(pkt, hops, owner=face)
             if reply is not None:
                 return reply
         return None

@@ -35,11 +35,16 @@ class Message:
 Listener = Callable[[Message], None]
 
 
+LAST_PAYLOAD_MAX = 1024  # bytes of a topic's last value kept for the view: bounded per topic
+
+
 class TopicStats:
-    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "_t0", "_n0")
+    __slots__ = ("count", "last_payload", "last_origin", "last_time", "rate", "mark", "_t0",
+                 "_n0")
 
     def __init__(self) -> None:
         self.count = 0
+        self.mark = 0  # the topic table's eviction clock (topic_table.py)
         self.last_payload = b""
         self.last_origin = ""
         self.last_time = 0.0
@@ -49,7 +54,8 @@ class TopicStats:
 
     def add(self, msg: Message) -> None:
         self.count += 1
-        self.last_payload = msg.payload
+        p = msg.payload
+        self.last_payload = p if len(p) <= LAST_PAYLOAD_MAX else p[:LAST_PAYLOAD_MAX]
         self.last_origin = msg.origin
         self.last_time = msg.t_recv
         now = time.monotonic()

@@ -45,13 +45,14 @@ class BoardState:
         self.last_seen = time.time()
         self.registrations = 0
         self.down = False  # its face went down; its next registration is a reconnect
+        self.down_since = 0.0  # time.monotonic() when it went down: the longest down goes
+        self.routes: list[bytes] = []  # the FIB prefixes it registered (its own, served)
         self.batch = False  # it publishes in link batches (docs/protocols/link-batch.md)
         self.boot: int | None = None  # drawn by the board at start-up: new after a restart
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()
         self.worker: asyncio.Task[None] | None = None
-        self.last: dict[bytes, bytes] = {}
         self.counters = {"published": 0, "delivered": 0, "dropped": 0, "fetch_failed": 0,
                          "deliver_failed": 0, "duplicates": 0}
 
@@ -90,7 +91,7 @@ class BoardInfo:
         self.face_id = b.face.face_id
         self.face_label = b.face.label
         self.face_kind = b.face.kind
-        self.up = b.face.up
+        self.up = b.face.up and not b.down
         self.filters = tuple(b.filters)
         self.counters = dict(b.counters)
         self.registered_at = b.registered_at

@@ -48,6 +48,7 @@ class BoardFace:
         self.board: str | None = None  # set by the hub when the board registers
         self.tracer: Any = None  # set by the hub when --trace is on
         self.t_rx = 0.0  # time.time() of the last read
+        self.t_seen = time.monotonic()  # of the last read (or the face's start): idleness
         self.counters = {"rx_frames": 0, "tx_frames": 0, "tx_dropped": 0, "rx_bytes": 0,
                          "tx_bytes": 0, "opens": 0, "rx_errors": 0}
 
@@ -72,6 +73,7 @@ class BoardFace:
         code (counted in rx_errors, logged): whatever a board sends, the failure stays
         here, and a face with a connection closes it."""
         self.t_rx = time.time()  # when these bytes were read: a relayed message's t_recv
+        self.t_seen = time.monotonic()
         self.counters["rx_bytes"] += len(chunk)
         try:
             pkts = self.decoder.feed(chunk)  # bytes each

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
+from pubmote.core.admission import Admission, source_of
+from pubmote.core.limits import LimitHits, Limits
 from pubmote.faces import unixpath
 from pubmote_wire import tlv
 from pubmote_wire.errors import DecodeError
@@ -59,7 +61,8 @@ class NdnAppFace(asyncio.Protocol):
 
     kind = "ndn"
 
-    def __init__(self, face_id: int, on_packet: PacketHandler, on_state: FaceHandler) -> None:
+    def __init__(self, face_id: int, on_packet: PacketHandler, on_state: FaceHandler,
+                 admission: Admission | None = None) -> None:
         self.face_id = face_id
         self.label = "ndn:%d" % face_id
         self.on_packet = on_packet
@@ -69,10 +72,19 @@ class NdnAppFace(asyncio.Protocol):
         self.decoder = StreamDecoder()
         self.tracer: Any = None
         self._t: asyncio.Transport | None = None
+        self._admission = admission
+        self._source: str | None = None
+        self._admitted = False
         self.counters = {"rx_packets": 0, "tx_packets": 0, "tx_dropped": 0, "bad_streams": 0,
                          "opens": 1, "rx_errors": 0}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._admission is not None:
+            self._source = source_of(transport.get_extra_info("peername"))
+            if not self._admission.admit(self._source):
+                transport.abort()  # type: ignore[attr-defined]
+                return
+            self._admitted = True
         self._t = transport  # type: ignore[assignment]
         self.up = True
         self.on_state(self)
@@ -97,6 +109,11 @@ class NdnAppFace(asyncio.Protocol):
                 self._t.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._admitted and self._admission is not None:
+            return  # refused: it never came up
+        if self._admitted and self._admission is not None:
+            self._admission.release(self._source)
+            self._admitted = False
         self._t = None
         self.up = False
         self.on_state(self)
@@ -119,24 +136,24 @@ class NdnAppFace(asyncio.Protocol):
             self._t.close()
 
 
-class _Refuse(asyncio.Protocol):
-    # past max_apps a connection is closed at once: one app cannot exhaust the bridge
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.close()
-
-
 class NdnFaceServer:
-    """A listener (`tcp://HOST:PORT` or `unix:///PATH`) making an NdnAppFace per app."""
+    """A listener (`tcp://HOST:PORT` or `unix:///PATH`) making an NdnAppFace per app: at
+    most ndn_max_apps, ndn_max_apps_per_ip from one address (one app cannot exhaust the
+    bridge)."""
 
     def __init__(self, url: str, new_face_id: Callable[[], int], on_packet: PacketHandler,
-                 on_state: FaceHandler, max_apps: int = 64) -> None:
+                 on_state: FaceHandler, *, limits: Limits | None = None,
+                 hits: LimitHits | None = None) -> None:
+        lim = limits if limits is not None else Limits()
         self.url = url
         self.new_face_id = new_face_id
         self.on_packet = on_packet
         self.on_state = on_state
-        self.max_apps = max_apps
+        self.admission = Admission("--ndn-face %s" % url, max_total=lim.ndn_max_apps,
+                                   max_per_ip=lim.ndn_max_apps_per_ip,
+                                   hits=hits if hits is not None else LimitHits(),
+                                   total_key="ndn_max_apps", per_ip_key="ndn_max_apps_per_ip")
         self.faces: dict[int, NdnAppFace] = {}
-        self.refused = 0
         self.bad_streams = 0  # malformed streams of apps since gone
         self.rx_errors = 0  # packets of apps since gone that our code failed on
         self.server: asyncio.AbstractServer | None = None
@@ -144,10 +161,7 @@ class NdnFaceServer:
         self._ident: tuple[int, int] | None = None
 
     def _factory(self) -> asyncio.Protocol:
-        if len(self.faces) >= self.max_apps:
-            self.refused += 1
-            return _Refuse()
-        return NdnAppFace(self.new_face_id(), self.on_packet, self._state)
+        return NdnAppFace(self.new_face_id(), self.on_packet, self._state, self.admission)
 
     def _state(self, face: NdnAppFace) -> None:
         if face.up:

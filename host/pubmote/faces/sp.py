@@ -14,12 +14,16 @@ import asyncio
 import logging
 import socket
 import time
+from collections import deque
 from typing import Any
 
 from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
+from pubmote.core.admission import Admission, source_of
 from pubmote.core.hub import Hub, Message
 from pubmote.core.latency import LatencyHist
+from pubmote.core.limits import LimitHits, Limits
 from pubmote.faces import unixpath
+from pubmote.faces.sp_sent import SentLog
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 from pubmote_wire.errors import DecodeError
@@ -29,6 +33,7 @@ log = logging.getLogger("pubmote.sp")
 PER_CLIENT_BUFFER = 1 << 20
 MAX_SNDBUF = 256 * 1024
 FLUSH_S = 2.0  # how long a stopping bridge waits for subscribers to take their buffers
+CONFIRM_S = 0.05  # how often buffers still holding messages are looked at again
 
 
 def parse_url(url: str) -> tuple[str, Any]:
@@ -65,6 +70,7 @@ class _Conn(asyncio.Protocol):
         self.t: asyncio.Transport | None = None
         self.dec = sp.MsgDecoder(expect_header=sp.peer_of(endpoint.proto))
         self.peer = "?"
+        self.egress = "sp:?"
         self.ready = False
         self.bad = 0  # bad messages from this peer (logged, not flooded)
         # frames relayed during one turn of the event loop go out in one write: many boards'
@@ -74,14 +80,16 @@ class _Conn(asyncio.Protocol):
         # the transport's buffer as this turn's first frame was queued: it changes only
         # when the loop writes, or at our flush, so it holds until the flush
         self.t_bytes = 0
-
-    def queue(self, frame: bytes) -> None:
-        self.pending.append(frame)
-        self.pending_bytes += len(frame)
+        self.sent = SentLog(None, 0)  # replaced once connected
+        self._source: str | None = None
+        self._admitted = False
+        self._aborted = False  # by us: what the transport still held is gone
+        self._handshake: asyncio.TimerHandle | None = None
 
     def flush(self) -> None:
         if self.pending and self.t is not None:
             self.t.write(b"".join(self.pending))
+            self.sent.wrote(self.pending_bytes, self.t.get_write_buffer_size())
             self.ep.counters["writes"] += 1
         self.pending = []
         self.pending_bytes = 0
@@ -92,8 +100,35 @@ class _Conn(asyncio.Protocol):
             self.t_bytes = self.t.get_write_buffer_size() if self.t else 0
         return self.pending_bytes + self.t_bytes
 
+    def outstanding(self) -> int:
+        """Bytes not yet taken by the subscriber's host: in the transport, in the kernel."""
+        if self.t is None:
+            return 0
+        return self.t.get_write_buffer_size() + self.sent.unacked()
+
+    def confirm(self, lost: bool = False) -> None:
+        """Count (and journal) as sent the messages whose bytes have left the host."""
+        if not self.sent.entries:
+            return
+        if lost:
+            buffered = None if self._aborted else 0
+        else:
+            buffered = self.t.get_write_buffer_size() if self.t is not None else None
+        self.ep.sent(self, self.sent.take_sent(self.sent.sent_end(buffered)))
+
+    def abort(self) -> None:
+        self._aborted = True
+        if self.t is not None:
+            self.t.abort()
+
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
+        peer = transport.get_extra_info("peername")
+        self._source = source_of(peer)
+        if not self.ep.admission.admit(self._source):
+            transport.abort()
+            return
+        self._admitted = True
         self.t = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -101,10 +136,21 @@ class _Conn(asyncio.Protocol):
             # loopback TCP autotunes it to megabytes on top of buffer_bytes
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF,
                             min(self.ep.buffer_bytes, MAX_SNDBUF))
-        peer = transport.get_extra_info("peername")
         self.peer = "%s:%s" % (peer[0], peer[1]) if isinstance(peer, tuple) else "ipc"
-        transport.write(sp.header(self.ep.proto))
+        self.egress = "sp:" + self.peer
+        header = sp.header(self.ep.proto)
+        transport.write(header)
+        self.sent = SentLog(sock, len(header))
+        self._handshake = asyncio.get_running_loop().call_later(
+            self.ep.handshake_timeout_s, self._handshake_expired)
         self.ep.conns.add(self)
+
+    def _handshake_expired(self) -> None:
+        self._handshake = None
+        if not self.ready:
+            self.ep.hits.hit("sp_handshake_timeout_s", "SP %s: %s sent no SP header in %.0f s",
+                             self.ep.url, self.peer, self.ep.handshake_timeout_s)
+            self.abort()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -118,8 +164,11 @@ class _Conn(asyncio.Protocol):
         except Exception:  # noqa: BLE001 - nothing a peer sends may end the bridge
             self._failed()
             return
-        if self.dec.peer_proto is not None:
+        if self.dec.peer_proto is not None and not self.ready:
             self.ready = True
+            if self._handshake is not None:
+                self._handshake.cancel()
+                self._handshake = None
         try:
             for m in msgs:
                 self.ep.on_message(self, m)
@@ -138,28 +187,56 @@ class _Conn(asyncio.Protocol):
             self.t.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if not self._admitted:
+            return
+        self._admitted = False
+        self.ep.admission.release(self._source)
+        if self._handshake is not None:
+            self._handshake.cancel()
+            self._handshake = None
+        if exc is not None:
+            self._aborted = True
+        self.confirm(lost=True)
+        self.ep.lost(self, self.sent.take_all())
         self.ep.conns.discard(self)
         self.t = None
 
 
 class SpEndpoint:
-    """One bound SP socket (PUB or SUB) attached to the hub."""
+    """One bound SP socket (PUB or SUB) attached to the hub, within its connection caps
+    (sp_max_conns, sp_max_conns_per_ip); a peer that sends no SP header within
+    sp_handshake_timeout_s is cut off (docs/limits.md).
+
+    A PUB subscriber's messages are counted `sent` (and journaled "delivered") once their
+    bytes have left the host (sp_sent.py), and `dropped` (journaled "dropped") when its
+    buffer is full, when it had not finished its SP handshake, or when its connection was
+    lost before they left."""
 
     def __init__(self, hub: Hub, url: str, proto: int,
-                 buffer_bytes: int = PER_CLIENT_BUFFER) -> None:
+                 buffer_bytes: int = PER_CLIENT_BUFFER, *, limits: Limits | None = None,
+                 hits: LimitHits | None = None) -> None:
+        lim = limits if limits is not None else Limits()
         self.hub = hub
         self.url = url
         self.proto = proto
         self.buffer_bytes = buffer_bytes
+        self.hits = hits if hits is not None else LimitHits()
+        self.admission = Admission("SP %s" % url, max_total=lim.sp_max_conns,
+                                   max_per_ip=lim.sp_max_conns_per_ip, hits=self.hits,
+                                   total_key="sp_max_conns", per_ip_key="sp_max_conns_per_ip")
+        self.handshake_timeout_s = lim.sp_handshake_timeout_s
+        self.max_unconfirmed = lim.sp_max_unconfirmed
         self.conns: set[_Conn] = set()
         self.server: asyncio.AbstractServer | None = None
         self._ipc: tuple[str, tuple[int, int] | None] | None = None  # our socket file
-        self.counters = {"sent": 0, "dropped": 0, "received": 0, "bad_messages": 0,
+        self.counters = {"queued": 0, "sent": 0, "dropped": 0, "dropped_handshake": 0,
+                         "dropped_lost": 0, "received": 0, "bad_messages": 0,
                          "bad_streams": 0, "unflushed": 0, "writes": 0, "errors": 0}
         # bridge-added latency: from a face's read of each message to the write that hands
         # it to the subscribers' sockets
         self.latency = LatencyHist()
         self._t_pending: list[float] = []  # read times of this turn's messages
+        self._confirm_due: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
         self.server = await _serve(self.url, self.proto, lambda: _Conn(self))
@@ -173,21 +250,32 @@ class SpEndpoint:
     def relay(self, msg: Message) -> None:
         line = msg.line()
         frame = sp.encode_msg(line)
+        size = len(frame)
         journal = self.hub.journal is not None
-        queued = False
+        tracked = msg if journal else None
+        counters = self.counters
+        queued = 0
         for c in self.conns:
-            if c.t is None or not c.ready:
-                continue
-            if c.buffered() + len(frame) > self.buffer_bytes:
-                self.counters["dropped"] += 1
-                self.hub.journal_outcome(msg, "sp:" + c.peer, "dropped")
-                continue
-            c.queue(frame)
-            queued = True
-            self.counters["sent"] += 1
+            if not c.ready:
+                # not a subscriber yet (its SP header not in): it never gets this one
+                counters["dropped"] += 1
+                counters["dropped_handshake"] += 1
+            else:
+                sent = c.sent
+                entries = sent.entries
+                if (len(entries) < self.max_unconfirmed
+                        and c.buffered() + size <= self.buffer_bytes):
+                    c.pending.append(frame)
+                    c.pending_bytes += size
+                    end = sent.queued_end = sent.queued_end + size
+                    entries.append((end, tracked))  # counted sent once its bytes left
+                    queued += 1
+                    continue
+                counters["dropped"] += 1
             if journal:
-                self.hub.journal_outcome(msg, "sp:" + c.peer, "delivered")
+                self.hub.journal_outcome(msg, c.egress, "dropped")
         if queued:
+            counters["queued"] += queued
             self._t_pending.append(msg.t_recv)
             # the hub writes them at the end of the turn, before it sends any ack
             self.hub.flush_soon()
@@ -195,11 +283,46 @@ class SpEndpoint:
     def flush(self) -> None:
         """Hand this turn's frames to every subscriber's socket, one write each (the hub
         calls it at the end of every turn, before the turn's acks leave)."""
+        waiting = False
         for c in self.conns:
             c.flush()
+            c.confirm()
+            waiting = waiting or bool(c.sent.entries)
         if self._t_pending:
             self.latency.add_since(time.time(), self._t_pending)
             self._t_pending = []
+        if waiting and self._confirm_due is None:
+            self._confirm_due = asyncio.get_running_loop().call_later(CONFIRM_S, self._recheck)
+
+    def _recheck(self) -> None:
+        # bytes leave the buffers between our writes: look again until all have left
+        self._confirm_due = None
+        waiting = False
+        for c in self.conns:
+            c.confirm()
+            waiting = waiting or bool(c.sent.entries)
+        if waiting:
+            self._confirm_due = asyncio.get_running_loop().call_later(CONFIRM_S, self._recheck)
+
+    def sent(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
+        """Messages whose bytes have left the host for conn's subscriber."""
+        self.counters["sent"] += len(msgs)
+        if self.hub.journal is not None:
+            for _, m in msgs:
+                if m is not None:
+                    self.hub.journal_outcome(m, conn.egress, "delivered")
+
+    def lost(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
+        """Messages still in conn's buffers when its connection was lost."""
+        if not msgs:
+            return
+        self.counters["dropped"] += len(msgs)
+        self.counters["dropped_lost"] += len(msgs)
+        if self.hub.journal is not None:
+            for _, m in msgs:
+                if m is not None:
+                    self.hub.journal_outcome(m, conn.egress, "dropped")
+        log.info("SP subscriber %s gone with %d message(s) not sent", conn.peer, len(msgs))
 
     def on_message(self, conn: _Conn, body: bytes) -> None:
         if self.proto != sp.SUB:
@@ -221,7 +344,7 @@ class SpEndpoint:
                             self.url, conn.bad, conn.peer, bytes(body[:60]), why)
             return
         self.counters["received"] += 1
-        self.hub.publish(Message(canonical.encode(), payload, "sp:" + conn.peer, "sp-sub"))
+        self.hub.publish(Message(canonical.encode(), payload, conn.egress, "sp-sub"))
 
     def clients(self) -> int:
         return len(self.conns)
@@ -238,19 +361,24 @@ class SpEndpoint:
         self.hub.flush_relays()  # this endpoint's frames, and the acks waiting behind them
         self.hub.remove_flusher(self.flush)
         self.flush()
+        if self._confirm_due is not None:
+            self._confirm_due.cancel()
+            self._confirm_due = None
         deadline = asyncio.get_running_loop().time() + flush_s
-        while any(c.t is not None and c.t.get_write_buffer_size() for c in self.conns):
+        while any(c.outstanding() for c in self.conns):
             if asyncio.get_running_loop().time() > deadline:
                 break
             await asyncio.sleep(0.01)
         for c in list(self.conns):
             if c.t is not None:
-                left = c.t.get_write_buffer_size()
+                c.confirm()
+                left = c.outstanding()
                 if left:
                     self.counters["unflushed"] += 1
                     log.warning("SP subscriber %s did not take its buffer within %.1f s: "
                                 "%d bytes not sent", c.peer, flush_s, left)
-                    c.t.abort()
+                    self.lost(c, c.sent.take_all())  # now: the loop may end before it says
+                    c.abort()
                 else:
                     c.t.close()
         if self.server is not None:

@@ -12,6 +12,7 @@ import ssl
 from collections.abc import Callable
 from typing import Any
 
+from pubmote.core.admission import Admission, source_of
 from pubmote.core.tlscert import CertError, check_key_file
 
 log = logging.getLogger("pubmote.faces")
@@ -114,9 +115,15 @@ class BoardPort(asyncio.Protocol):
     byte, runs the TLS handshake (bounded in time and buffered bytes), then hands the
     stream to the face `make_face()` builds."""
 
-    def __init__(self, guard: LinkGuard, make_face: Callable[[], asyncio.Protocol]) -> None:
+    def __init__(self, guard: LinkGuard, make_face: Callable[[], asyncio.Protocol], *,
+                 admission: Admission | None = None) -> None:
         self.guard = guard
         self.make_face = make_face
+        # the listener's connection caps count a connection from its first byte, handshake
+        # included (the face it hands over to then admits nothing again)
+        self._admission = admission
+        self._admitted = False
+        self._counted_as: str | None = None
         self.raw: asyncio.Transport | None = None
         self.tls: ssl.SSLObject | None = None
         self._in = ssl.MemoryBIO()
@@ -128,8 +135,15 @@ class BoardPort(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.raw = transport
         peer = transport.get_extra_info("peername")
+        if self._admission is not None:
+            self._counted_as = source_of(peer)
+            if not self._admission.admit(self._counted_as):
+                self._done = True
+                transport.abort()
+                return
+            self._admitted = True
+        self.raw = transport
         self._source = str(peer[0]) if peer else "?"
         self._timer = asyncio.get_running_loop().call_later(
             self.guard.handshake_timeout_s, self._timed_out)
@@ -265,6 +279,9 @@ class BoardPort(asyncio.Protocol):
             self._timer = None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._admitted and self._admission is not None:
+            self._admission.release(self._counted_as)
+            self._admitted = False
         self._cancel_timer()
         if self.tls is not None and self._face is None and not self._done:
             # the peer hung up mid-handshake: a board that did not trust this gateway

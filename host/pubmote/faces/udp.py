@@ -1,5 +1,7 @@
 """Boards over UDP (WiFi boards on the bridge's --udp face): one face per board address,
-bounded in number."""
+within the listener's caps (udp_max_boards, udp_max_boards_per_ip); an address slot is
+given back when its face idles or never registers a board (FaceWatch), so new boards
+are answered again."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ import errno
 import logging
 from typing import Any, cast
 
+from pubmote.core.admission import Admission, source_of
+from pubmote.core.limits import LimitHits, Limits
 from pubmote.faces.board import BoardFace, FaceHandler, PacketHandler
+from pubmote.faces.watch import FaceWatch
 
 log = logging.getLogger("pubmote.faces")
 
@@ -24,7 +29,6 @@ class DatagramFace(BoardFace):
         self._transport = transport
         self.addr = addr
         self.counters["opens"] += 1
-        self.up = True
 
     def _write_raw(self, frame: bytes) -> bool:
         try:
@@ -37,33 +41,55 @@ class DatagramFace(BoardFace):
 
 
 class UdpServer(asyncio.DatagramProtocol):
-    """The --udp listener: creates a DatagramFace per board address (bounded count)."""
+    """The --udp listener: a DatagramFace per board address (bounded, freed on idle)."""
 
-    def __init__(self, on_packet: PacketHandler, on_state: FaceHandler,
-                 max_boards: int = 256) -> None:
+    def __init__(self, on_packet: PacketHandler, on_state: FaceHandler, *,
+                 limits: Limits | None = None, hits: LimitHits | None = None) -> None:
+        lim = limits if limits is not None else Limits()
+        hits = hits if hits is not None else LimitHits()
         self.on_packet = on_packet
         self.on_state = on_state
-        self.max_boards = max_boards
         self.faces: dict[Any, DatagramFace] = {}
+        self.admission = Admission("--udp", max_total=lim.udp_max_boards,
+                                   max_per_ip=lim.udp_max_boards_per_ip, hits=hits,
+                                   total_key="udp_max_boards",
+                                   per_ip_key="udp_max_boards_per_ip")
+        self.watch = FaceWatch(register_timeout_s=lim.board_register_timeout_s,
+                               idle_timeout_s=lim.board_idle_timeout_s, hits=hits)
         self.refused = 0
         self._transport: asyncio.DatagramTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # CPython's selector datagram transport does not subclass DatagramTransport
         self._transport = cast(asyncio.DatagramTransport, transport)
+        self.watch.start()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        asyncio.get_running_loop().create_task(self.watch.close())
 
     def datagram_received(self, data: bytes, addr: Any) -> None:
         face = self.faces.get(addr)
         if face is None:
-            if len(self.faces) >= self.max_boards or self._transport is None:
+            if self._transport is None or not self.admission.admit(source_of(addr)):
                 self.refused += 1
                 return
-            face = DatagramFace(self._transport, addr, self.on_packet, self.on_state)
+            face = DatagramFace(self._transport, addr, self.on_packet, self._state)
             self.faces[addr] = face
+            self.watch.watch(face)
             try:
-                self.on_state(face)
+                face._set_up(True)
             except Exception:  # noqa: BLE001 - a datagram must not end the listener's loop
                 face.counters["rx_errors"] += 1
                 log.exception("%s: face set-up failed", face.label)
                 return
         face.feed(data)  # contained and counted by the face
+
+    def _state(self, face: BoardFace) -> None:
+        if not face.up:
+            assert isinstance(face, DatagramFace)
+            if self.faces.get(face.addr) is face:
+                del self.faces[face.addr]
+                self.admission.release(source_of(face.addr))
+            self.watch.forget(face)
+        self.on_state(face)

@@ -14,13 +14,15 @@ from pubmote.core.addresses import DEFAULT_BAUD, log_exposure, parse_hostport, p
 from pubmote.core.auth import BoardAuth, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
+from pubmote.core.limits import DEFAULTS as LIMIT_DEFAULTS
+from pubmote.core.limits import LimitHits, Limits
 from pubmote.core.trace import Tracer
 from pubmote.faces.board import BoardFace, next_face_id
 from pubmote.faces.ndn import NdnFaceServer
 from pubmote.faces.serial import SerialFace
 from pubmote.faces.sp import SpEndpoint
-from pubmote.faces.stream import StreamFace
-from pubmote.faces.tls import BoardPort, LinkGuard, server_context
+from pubmote.faces.stream import StreamListener
+from pubmote.faces.tls import LinkGuard, server_context
 from pubmote.faces.udp import UdpServer
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
@@ -81,6 +83,9 @@ DEFAULTS: dict[str, Any] = {
     "realm_member": [],      # PeerIds (or key files) that may publish; empty = open realm
     "mesh_topics": ["*"],    # board-topic roots with their own gossip topic; * = the rest
     "mesh_out_queue": 8192,  # envelopes waiting for the router; beyond, dropped and counted
+    # resource limits: connection caps per listener and per source address, handshake and
+    # idle timeouts, the hub's tables (core/limits.py; one table of them: docs/limits.md)
+    **LIMIT_DEFAULTS,
 }
 
 
@@ -171,9 +176,13 @@ class Bridge:
             raise ValueError("sim_boards is set: pass the boards, "
                              "fleet=pubmote.boards.fleet.SimFleet.from_config(cfg)")
         self.cfg = cfg
+        self.limits = Limits.from_config(cfg)
+        self.hits = LimitHits()  # every limit hit, by key: the status line and the view
         self.hub = Hub(gateway=cfg["gateway"], timeout_ms=cfg["timeout_ms"],
-                       board_queue_len=cfg["board_queue_len"])
+                       board_queue_len=cfg["board_queue_len"], limits=self.limits,
+                       hits=self.hits)
         self.faces: list[BoardFace] = []
+        self.tcp: list[StreamListener] = []
         self.udp: list[UdpServer] = []
         self.sp: list[SpEndpoint] = []
         self.ndn: list[NdnFaceServer] = []
@@ -233,16 +242,19 @@ class Bridge:
         if cfg["trace"]:
             self.tracer = Tracer(cfg["trace"])
             self.hub.tracer = self.tracer
+        lim, hits = self.limits, self.hits
         for url in cfg["ndn_face"]:
-            ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state)
+            ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state,
+                                limits=lim, hits=hits)
             await ndn.start()
             self.ndn.append(ndn)
         for url in cfg["sp_pub"]:
-            ep = SpEndpoint(self.hub, url, sp.PUB, int(cfg["sp_buffer_bytes"]))
+            ep = SpEndpoint(self.hub, url, sp.PUB, int(cfg["sp_buffer_bytes"]), limits=lim,
+                            hits=hits)
             await ep.start()
             self.sp.append(ep)
         for url in cfg["sp_sub"]:
-            ep = SpEndpoint(self.hub, url, sp.SUB)
+            ep = SpEndpoint(self.hub, url, sp.SUB, limits=lim, hits=hits)
             await ep.start()
             self.sp.append(ep)
         for spec in cfg["tcp"]:
@@ -250,8 +262,10 @@ class Bridge:
             log_exposure(log, "the board TCP face", spec, host, "%s; %s" % (
                 "TLS with the gateway's certificate" if cfg.get("tcp_tls_cert")
                 else "not encrypted (readings and commands in clear)", self._board_trust()))
-            srv = await loop.create_server(self._tcp_protocol, host, port, reuse_address=True)
-            self.servers.append(srv)
+            listener = StreamListener(host, port, self.hub.on_packet, self._stream_state,
+                                      limits=lim, hits=hits, guard=self.link_guard)
+            await listener.start()
+            self.tcp.append(listener)
         for spec in cfg["udp"]:
             host, port = parse_hostport(spec)
             # UDP is never encrypted here (no DTLS on the gateway): said where it is exposed
@@ -259,7 +273,8 @@ class Bridge:
                          "not encrypted (readings and commands in clear); "
                          + self._board_trust())
             transport, proto = await loop.create_datagram_endpoint(
-                lambda: UdpServer(self.hub.on_packet, self.hub.face_state),
+                lambda: UdpServer(self.hub.on_packet, self.hub.face_state, limits=lim,
+                                  hits=hits),
                 local_addr=(host, port))
             self.udp.append(proto)
             self.servers.append(transport)
@@ -292,14 +307,6 @@ class Bridge:
                     self.journal.tick()
                 except Exception:  # noqa: BLE001 - the ticks (and the retries) go on
                     log.exception("journal tick failed")
-
-    def _tcp_protocol(self) -> asyncio.Protocol:
-        def face() -> StreamFace:
-            return StreamFace(self.hub.on_packet, self._stream_state)
-
-        if self.link_guard is None:
-            return face()
-        return BoardPort(self.link_guard, face)
 
     def _stream_state(self, face: BoardFace) -> None:
         if face.up and face not in self.faces:
@@ -348,7 +355,14 @@ class Bridge:
         errors = self.internal_errors()
         if errors:
             parts.append("internal errors %d (contained; see the log)" % errors)
+        parts.append("limits hit: %s" % self.limit_summary())
         return "; ".join(parts)
+
+    def limit_summary(self) -> str:
+        """How often each limit (docs/limits.md) was hit, `key n, ...`, or `none`."""
+        host = self.mesh.host if self.mesh is not None else None
+        mesh = {"mesh_" + k: n for k, n in host.limit_hits.items()} if host is not None else {}
+        return self.hits.summary(mesh)
 
     def internal_errors(self) -> int:
         """Failures of the bridge's own code on some input (a listener, a hook, a packet
@@ -380,6 +394,8 @@ class Bridge:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        for listener in self.tcp:
+            await listener.close()
         for f in self.faces:
             f.close()
         for ndn in self.ndn:

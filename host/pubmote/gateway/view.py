@@ -127,6 +127,7 @@ class View:
             parts.append(Text(sp_line))
         if self.bridge.journal is not None:
             parts.append(Text(self.bridge.journal.status_line()))
+        parts.append(Text("limits hit: %s  (docs/limits.md)" % self.bridge.limit_summary()))
         parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
         self.counters["renders"] += 1
         return Group(*parts)

@@ -5,6 +5,7 @@ after failed dials, and the tie-break when two peers dial each other at once.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import random
 import time
 from collections.abc import Callable
@@ -90,6 +91,39 @@ class DialBackoff:
 
     def succeeded(self, key: str) -> None:
         self._state.pop(key, None)
+
+
+class InboundGate:
+    """Inbound connections by source address, from accept until closed: at most
+    max_per_ip from one IPv4 address or IPv6 /64, so that one host's idle or half-done
+    connections cannot take every slot of the listener."""
+
+    def __init__(self, max_per_ip: int) -> None:
+        self.max_per_ip = max_per_ip
+        self._by_source: dict[str, int] = {}
+
+    @staticmethod
+    def source(addr: Multiaddr | None) -> str:
+        if addr is None:
+            return "?"
+        kind, ip = addr.parts[0]
+        if kind == "ip6":
+            return str(ipaddress.IPv6Network((ip, 64), strict=False))
+        return str(ip)
+
+    def admit(self, source: str) -> bool:
+        n = self._by_source.get(source, 0)
+        if n >= self.max_per_ip:
+            return False
+        self._by_source[source] = n + 1
+        return True
+
+    def release(self, source: str) -> None:
+        n = self._by_source.get(source, 0) - 1
+        if n > 0:
+            self._by_source[source] = n
+        else:
+            self._by_source.pop(source, None)
 
 
 class ConnectionManager:

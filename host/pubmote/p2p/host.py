@@ -21,22 +21,22 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
-from pubmote import __version__
 from pubmote.p2p import identify, multistream, noise, ping, yamux
 from pubmote.p2p.connmgr import (
     INBOUND,
     OUTBOUND,
-    Backoff,
     Connection,
     ConnectionManager,
     DialBackoff,
+    InboundGate,
 )
 from pubmote.p2p.errors import DialError, HandshakeError, MeshError, ProtocolError, StreamReset
+from pubmote.p2p.hostconfig import HostConfig
 from pubmote.p2p.identify import IdentifyInfo
 from pubmote.p2p.identity import KeyPair, PeerId
 from pubmote.p2p.multiaddr import Multiaddr
 from pubmote.p2p.transport import RawConn, dial_tcp, listen_tcp
-from pubmote.p2p.yamux import Stream, YamuxConfig, YamuxSession
+from pubmote.p2p.yamux import Stream, YamuxSession
 
 log = logging.getLogger(__name__)
 
@@ -76,33 +76,6 @@ class PeerEvent:
         return "PeerEvent(%s, %s)" % (self.kind, self.peer_id)
 
 
-class HostConfig:
-    """Limits and timeouts of a Host (keyword-only; defaults suit a gateway)."""
-
-    def __init__(self, *, max_connections: int = 128, max_pending_inbound: int = 32,
-                 handshake_timeout_s: float = 10.0, dial_timeout_s: float = 10.0,
-                 negotiate_timeout_s: float = 10.0, identify_timeout_s: float = 10.0,
-                 identify_on_connect: bool = True, backoff: Backoff | None = None,
-                 yamux_config: YamuxConfig | None = None, max_known_peers: int = 4096,
-                 keepalive_interval_s: float = 30.0, keepalive_timeout_s: float = 10.0,
-                 agent_version: str = "pubmote/" + __version__) -> None:
-        self.max_connections = max_connections
-        self.max_pending_inbound = max_pending_inbound
-        self.handshake_timeout_s = handshake_timeout_s
-        self.dial_timeout_s = dial_timeout_s
-        self.negotiate_timeout_s = negotiate_timeout_s
-        self.identify_timeout_s = identify_timeout_s
-        self.identify_on_connect = identify_on_connect
-        self.backoff = backoff or Backoff()
-        self.yamux_config = yamux_config or YamuxConfig()
-        self.max_known_peers = max_known_peers
-        # Yamux pings on idle and busy connections alike: a peer that vanished without a
-        # FIN (power cut, cable) is found within interval + timeout. 0 disables.
-        self.keepalive_interval_s = keepalive_interval_s
-        self.keepalive_timeout_s = keepalive_timeout_s
-        self.agent_version = agent_version
-
-
 class Host:
     """A libp2p node on asyncio. Use as `async with Host(...) as host:`."""
 
@@ -127,6 +100,10 @@ class Host:
         self._closing = False
         self.refused_inbound = 0          # connections refused by a limit (counted)
         self.failed_handshakes = 0
+        self._inbound = InboundGate(self.config.max_inbound_per_ip)
+        # refusals by each limit, and inbound handshakes cut off by handshake_timeout_s
+        self.limit_hits = dict.fromkeys(("max_connections", "max_pending_inbound",
+                                         "max_inbound_per_ip", "handshake_timeout_s"), 0)
         self._handlers[identify.PROTOCOL_ID] = self._handle_identify
         self._handlers[identify.PUSH_PROTOCOL_ID] = self._handle_identify_push
         self._handlers[ping.PROTOCOL_ID] = ping.handle_ping
@@ -340,30 +317,42 @@ class Host:
 
     # -- accepting -----------------------------------------------------------------------
     async def _on_raw_inbound(self, raw: RawConn) -> None:
-        if (self._closing or not self.connections.has_room()
-                or len(self._pending_inbound) >= self.config.max_pending_inbound):
+        source = self._inbound.source(raw.remote_addr)
+        limit = ("max_connections" if not self.connections.has_room() else
+                 "max_pending_inbound" if len(self._pending_inbound)
+                 >= self.config.max_pending_inbound else
+                 None if self._inbound.admit(source) else "max_inbound_per_ip")
+        if limit is not None or self._closing:
             self.refused_inbound += 1
-            log.info("mesh: refusing inbound connection from %s: connection limit",
-                     raw.remote_addr)
+            if limit is None:
+                self._inbound.release(source)
+            else:
+                self.limit_hits[limit] += 1
+            log.info("mesh: refusing inbound connection from %s: %s", raw.remote_addr, limit)
             raw.abort()
             return
-        self._pending_inbound.add(raw)
-        try:
-            secured = await asyncio.wait_for(self._upgrade_inbound(raw),
-                                             self.config.handshake_timeout_s)
-        except TimeoutError:
-            self._handshake_failed(raw, "timed out after %.1f s"
-                                   % self.config.handshake_timeout_s)
-            return
-        except _LINK_ERRORS as e:
-            self._handshake_failed(raw, describe(e))
-            return
+        try:  # the address holds its slot from accept until the connection closes
+            self._pending_inbound.add(raw)
+            try:
+                secured = await asyncio.wait_for(self._upgrade_inbound(raw),
+                                                 self.config.handshake_timeout_s)
+            except TimeoutError:
+                self.limit_hits["handshake_timeout_s"] += 1
+                self._handshake_failed(raw, "timed out after %.1f s"
+                                       % self.config.handshake_timeout_s)
+                return
+            except _LINK_ERRORS as e:
+                self._handshake_failed(raw, describe(e))
+                return
+            finally:
+                self._pending_inbound.discard(raw)
+            if self._closing:
+                raw.abort()
+                return
+            self._start_connection(secured, raw, INBOUND)
+            await raw.wait_closed()
         finally:
-            self._pending_inbound.discard(raw)
-        if self._closing:
-            raw.abort()
-            return
-        self._start_connection(secured, raw, INBOUND)
+            self._inbound.release(source)
 
     def _handshake_failed(self, raw: RawConn, reason: str) -> None:
         self.failed_handshakes += 1

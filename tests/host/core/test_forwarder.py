@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from e2e import wait_until
 from pubmote.core.forwarder import Forwarder
 from pubmote_wire import name as ndn_name
@@ -38,13 +36,19 @@ def test_longest_prefix_match() -> None:
 
 
 def test_fib_bound() -> None:
-    fwd = Forwarder(max_fib=2)
+    """A route beyond the FIB's bounds (in total, per face) is a counted refusal, never an
+    exception: registration goes on through it."""
+    fwd = Forwarder(max_fib=2, max_fib_per_face=8)
     f = FakeFace(1)
-    fwd.add_route(N("/1"), f)
-    fwd.add_route(N("/2"), f)
-    with pytest.raises(ValueError):
-        fwd.add_route(N("/3"), f)
-    fwd.add_route(N("/2"), FakeFace(2))  # a second next hop of a known prefix is fine
+    assert fwd.add_route(N("/1"), f) and fwd.add_route(N("/2"), f)
+    assert fwd.add_route(N("/3"), f) is False
+    assert fwd.counters["fib_full"] == 1 and fwd.hits.counts == {"fib_max": 1}
+    assert fwd.add_route(N("/2"), FakeFace(2))  # a second next hop of a known prefix is fine
+    one = Forwarder(max_fib=100, max_fib_per_face=2)
+    assert one.add_route(N("/a"), f) and one.add_route(N("/b"), f)
+    assert one.add_route(N("/c"), f) is False and one.add_route(N("/a"), f)
+    assert one.add_route(N("/c"), FakeFace(2))  # another face has its own share
+    assert one.hits.counts == {"fib_max_per_face": 1}
 
 
 def test_pit_aggregation_loops_and_satisfy() -> None:

@@ -79,8 +79,11 @@ def test_bridge_journals_relayed_messages(tmp_path: Path) -> None:
         recs = _records(jdir)  # the bridge closed: everything is in place
         assert recs and not list(jdir.glob(".journal-*"))
         sp = [r for r in recs if str(r.get("egress")).startswith("sp:")]
-        assert {r["origin"] for r in sp} == {"sim1", "sim2"}
-        assert all(r["outcome"] == "delivered" and r["topic"].startswith("/pubmote/demo/")
+        # what was relayed while our subscriber was still in its SP handshake, or still in
+        # its buffers as it closed, is journaled dropped (docs/limits.md); the rest delivered
+        assert {r["origin"] for r in sp if r["outcome"] == "delivered"} == {"sim1", "sim2"}
+        assert all(r["outcome"] in ("delivered", "dropped")
+                   and r["topic"].startswith("/pubmote/demo/")
                    and r["ingress"].startswith("serial:") and r["size"] > 0
                    and r["latency_ms"] >= 0 and "payload" not in r for r in sp)
         # one "relayed" record per message, with the payload; every delivery matches one

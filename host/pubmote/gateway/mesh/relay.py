@@ -26,6 +26,7 @@ from typing import Any
 from pubmote.core import cbor
 from pubmote.core.addresses import log_exposure
 from pubmote.core.hub import Hub, Message
+from pubmote.core.limits import Limits
 from pubmote.gateway.mesh.directed import (
     DIRECTED_PREFIX,
     Address,
@@ -462,9 +463,14 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
                      "peers authenticate with Noise; %s" % (
                          "anyone may publish into the open realm" if realm.open
                          else "only the realm's members publish"))
+    lim = Limits.from_config(cfg)
     # configured gateway peers are few: redial them within seconds, not the default minute
     host = Host(key, listen_addrs=listed(cfg.get("mesh_listen")),
-                config=HostConfig(backoff=Backoff(base_s=0.2, cap_s=PEER_BACKOFF_CAP_S)))
+                config=HostConfig(backoff=Backoff(base_s=0.2, cap_s=PEER_BACKOFF_CAP_S),
+                                  max_connections=lim.mesh_max_connections,
+                                  max_pending_inbound=lim.mesh_max_pending_inbound,
+                                  max_inbound_per_ip=lim.mesh_max_inbound_per_ip,
+                                  handshake_timeout_s=lim.mesh_handshake_timeout_s))
     gm = GatewayMesh(hub, name=name, realm=realm, host=host, gossip_config=GossipConfig(),
                      peers=peers, roots=check_roots(listed(cfg.get("mesh_topics")) or ["*"]),
                      out_queue=int(cfg.get("mesh_out_queue") or OUT_QUEUE))
