@@ -267,6 +267,9 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
     url = "tcp://127.0.0.1:%d" % free_port()
     cfg = load_config(None, {"serial": [b.port for b in fleet.boards], "sp_pub": [url],
                              "keys": str(keys), "require_signed": ["/test"],
+                             # sim2, without a key, registers: its notifies are the
+                             # unsigned ones the signed realm refuses
+                             "allow_anonymous_boards": True,
                              "trace": str(tmp_path / "trace.jsonl"), "timeout_ms": 1000})
     fleet.start()
     try:

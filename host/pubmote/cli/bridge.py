@@ -108,6 +108,12 @@ def register(sub: Any) -> None:
     b.add_argument("--keys", metavar="FILE",
                    help="board keys (JSON, written by `pubmote deploy --key-file`): a board "
                         "with a key must sign its registration")
+    b.add_argument("--allow-anonymous-boards", action=argparse.BooleanOptionalAction,
+                   default=None,
+                   help="let boards without a key in --keys register by name (default: "
+                        "only when no --keys is given; with --keys a name without a key is "
+                        "refused; either way a registered name is bound to its connection "
+                        "while the board is up, and a board publishes only as itself)")
     b.add_argument("--require-signed", action="append", default=[], metavar="PREFIX",
                    help="topics under PREFIX accept only HmacWithSha256-signed, fresh, "
                         "never-replayed notifies and Data from boards with a key (repeatable)")
@@ -175,6 +181,7 @@ def _bridge(args: argparse.Namespace) -> int:
         "board_links_require_encryption": args.board_links_require_encryption,
         "sp_pub": args.sp_pub, "sp_sub": args.sp_sub,
         "ndn_face": args.ndn_face, "trace": args.trace, "keys": args.keys,
+        "allow_anonymous_boards": args.allow_anonymous_boards,
         "require_signed": args.require_signed, "journal": args.journal,
         "journal_max_bytes": args.journal_max_bytes,
         "journal_max_age_s": args.journal_max_age_s, "journal_fsync": args.journal_fsync,

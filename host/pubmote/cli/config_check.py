@@ -44,7 +44,7 @@ _FLOATS = ("journal_max_age_s", "dht_timeout_s")
 _STRS = ("gateway", "trace", "keys", "journal", "journal_fsync", "sim_dir", "sim_app",
          "sim_app_dir", "name", "mesh_key_file", "realm", "dht_key_file", "dht_pubkey",
          "dht_host", "sim_kind", "tcp_tls_cert", "tcp_tls_key")
-_BOOLS = ("board_links_require_encryption",)
+_BOOLS = ("board_links_require_encryption", "allow_anonymous_boards")
 
 
 def check(cfg: dict[str, Any]) -> None:

@@ -22,7 +22,8 @@ log = logging.getLogger("pubmote.auth")
 
 NODE_PREFIX = ndn_name.from_uri("/pubmote/node")
 REASONS = ("unsigned", "unknown_board", "bad_signature", "replayed", "stale",
-           "bad_data_signature", "register_rejected")
+           "bad_data_signature", "register_rejected", "anonymous", "takeover", "spoofed",
+           "unsigned_ingress")
 
 
 class KeysFileError(ValueError):
@@ -112,8 +113,12 @@ class BoardAuth:
     a freshness window for SignatureTime and a bounded memory of SignatureNonces."""
 
     def __init__(self, keys: dict[str, bytes], signed_prefixes: list[bytes], *,
-                 window_ms: int = 60_000, nonces_per_board: int = 1024) -> None:
+                 window_ms: int = 60_000, nonces_per_board: int = 1024,
+                 allow_anonymous: bool = True) -> None:
         self.keys = keys
+        # boards without a key in `keys` may register (by name only) when True; refused
+        # when False (the bridge's --allow-anonymous-boards)
+        self.allow_anonymous = allow_anonymous
         self.signed_prefixes = signed_prefixes
         self.window_ms = window_ms
         self.nonces_per_board = nonces_per_board
@@ -124,6 +129,10 @@ class BoardAuth:
 
     def requires(self, topic: bytes) -> bool:
         return any(ndn_name.is_prefix(p, topic) for p in self.signed_prefixes)
+
+    def reject(self, reason: str, board: str | None, what: str) -> str:
+        """Count and log (not flood) a refusal; returns the reason."""
+        return self._reject(reason, board, what)
 
     def _reject(self, reason: str, board: str | None, what: str) -> str:
         self.rejected[reason] += 1

@@ -17,7 +17,8 @@ import time
 from collections.abc import Callable
 
 from pubmote.core import nfd_mgmt
-from pubmote.core.auth import board_of
+from pubmote.core.addresses import name_problem
+from pubmote.core.auth import BoardAuth, board_of
 from pubmote.core.delivery import Delivery
 from pubmote.core.hub_base import SIGNER, new_nonce
 from pubmote.core.intake import NotifyIntake
@@ -32,6 +33,10 @@ from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
 
 log = logging.getLogger("pubmote.hub")
+
+# a board without a key that was heard this recently holds its name against registrations
+# from other connections (three of its keepalives, 3 s each by default)
+TAKEOVER_GRACE_S = 10.0
 
 __all__ = ["BoardInfo", "BoardState", "Hub", "HubFace", "Message", "TopicStats"]
 
@@ -144,9 +149,7 @@ class Hub(NotifyIntake, Delivery):
         except DecodeError:
             topic = None
         if topic is not None:
-            if (self.auth is not None and face.kind != "ndn"
-                    and self.auth.requires(bytes(topic))
-                    and self.auth.check_interest(board_of(bytes(publisher)), ni, pkt)):
+            if self._notify_refused(face, bytes(topic), bytes(publisher), ni, pkt):
                 return  # rejected (counted and logged by the policy)
             inline = notify.inline_msg(ni)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
@@ -163,6 +166,35 @@ class Hub(NotifyIntake, Delivery):
         if self.fwd.add_pending(nm, i.nonce, i.lifetime_ms or 4000, face=face):
             for h in hops:
                 h.send_packet(pkt)
+
+    def _notify_refused(self, face: HubFace, topic: bytes, publisher: bytes,
+                        ni: ndn_interest.Interest, pkt: bytes) -> bool:
+        """Who may publish what (with a policy: the bridge always has one): a board only
+        as itself, from the face it registered on; nobody as a board but that board (an
+        NDN app under /pubmote/node/ neither); into a topic that requires signing, only a
+        board with its key's signature. True when refused (counted by the policy)."""
+        auth = self.auth
+        if auth is None:
+            return False
+        if face.kind == "ndn":
+            if board_of(publisher) is not None:
+                auth.reject("spoofed", board_of(publisher), "notify from NDN app %s"
+                            % face.label)
+                return True
+            if auth.requires(topic):
+                auth.reject("unsigned_ingress", None, "notify from NDN app %s on a topic "
+                            "that requires signing" % face.label)
+                return True
+            return False
+        b = self.boards.get(face.board or "")
+        if b is None or b.face is not face or b.prefix != publisher:
+            auth.reject("spoofed", board_of(publisher), "notify on %s, where %s" % (
+                face.label, "no board registered" if b is None or b.face is not face
+                else "board %s registered another prefix" % b.name))
+            return True
+        if auth.requires(topic):
+            return auth.check_interest(board_of(publisher), ni, pkt) is not None
+        return False
 
     def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
         """NFD's rib/register and rib/unregister for a local NDN application."""
@@ -216,11 +248,21 @@ class Hub(NotifyIntake, Delivery):
             log.warning("bad registration from %s: %s", face.label, e)
             self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
             return
-        key = self.auth.keys.get(bname) if self.auth is not None else None
-        if key is not None and self.auth is not None and self.auth.check_interest(
+        why = name_problem(bname)
+        if why is not None:
+            self.counters["bad_packets"] += 1
+            log.warning("registration from %s refused: board name %r: %s", face.label,
+                        bname[:80], why)
+            self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
+            return
+        auth = self.auth
+        key = auth.keys.get(bname) if auth is not None else None
+        if key is not None and auth is not None and auth.check_interest(
                 bname, i, pkt, what="registration", check_time=False):
             # a board with a key registers only with it: nobody else takes its name
-            self.auth.rejected["register_rejected"] += 1
+            auth.rejected["register_rejected"] += 1
+            return
+        if key is None and auth is not None and self._anonymous_refused(auth, face, bname):
             return
         # a face carries one board: a new name on it takes over from the one before
         prev = self.boards.get(face.board or "")
@@ -278,6 +320,21 @@ class Hub(NotifyIntake, Delivery):
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
+
+    def _anonymous_refused(self, auth: BoardAuth, face: HubFace, bname: str) -> bool:
+        """A board without a key registers only where anonymous boards are allowed, and
+        never takes a name another connection holds: while that board is up and was heard
+        in the last TAKEOVER_GRACE_S, the name is bound to its face."""
+        if not auth.allow_anonymous:
+            auth.reject("anonymous", bname, "registration on %s without a key" % face.label)
+            return True
+        b = self.boards.get(bname)
+        if (b is not None and b.face is not face and not b.down and b.face.up
+                and time.time() - b.last_seen < TAKEOVER_GRACE_S):
+            auth.reject("takeover", bname, "registration on %s while the board is up on %s"
+                        % (face.label, b.face.label))
+            return True
+        return False
 
     def _mark_down(self, b: BoardState) -> None:
         b.down = True
@@ -339,6 +396,21 @@ class Hub(NotifyIntake, Delivery):
     def remove_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
         with contextlib.suppress(ValueError):
             self._register_hooks.remove(fn)
+
+    def unsigned_refused(self, topic_uri: bytes, what: str) -> bool:
+        """For an ingress that cannot carry a board's signature (an SP publisher, an open
+        mesh realm): True, counted and logged, when the topic (a URI) is under a
+        --require-signed prefix, so no path bypasses it."""
+        if self.auth is None or not self.auth.signed_prefixes:
+            return False
+        try:
+            topic = ndn_name.from_uri(topic_uri.decode())
+        except (DecodeError, UnicodeDecodeError, ValueError):
+            return False  # not a topic: the ingress refuses it as malformed
+        if not self.auth.requires(topic):
+            return False
+        self.auth.reject("unsigned_ingress", None, what)
+        return True
 
     def board(self, name: str) -> BoardInfo | None:
         """A snapshot of the board registered as `name`, or None."""

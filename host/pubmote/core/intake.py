@@ -122,7 +122,7 @@ class NotifyIntake(HubBase):
         # (its NDN notify would fail the same check)
         assert self.auth is not None
         if self.auth.requires(bytes(topic)):
-            self.auth._reject("unsigned", board, "batch record")
+            self.auth.reject("unsigned", board, "batch record")
             return True
         return False
 

@@ -231,7 +231,8 @@ class SpEndpoint:
         self._ipc: tuple[str, tuple[int, int] | None] | None = None  # our socket file
         self.counters = {"queued": 0, "sent": 0, "dropped": 0, "dropped_handshake": 0,
                          "dropped_lost": 0, "received": 0, "bad_messages": 0,
-                         "bad_streams": 0, "unflushed": 0, "writes": 0, "errors": 0}
+                         "bad_streams": 0, "unflushed": 0, "writes": 0, "errors": 0,
+                         "refused": 0}
         # bridge-added latency: from a face's read of each message to the write that hands
         # it to the subscribers' sockets
         self.latency = LatencyHist()
@@ -342,6 +343,10 @@ class SpEndpoint:
                 log.warning("SP %s: dropped %d bad message(s) from %s, e.g. %r: %s; send "
                             "<topic URI>|<payload>, e.g. /pubmote/demo/sim1/command|hi",
                             self.url, conn.bad, conn.peer, bytes(body[:60]), why)
+            return
+        if self.hub.unsigned_refused(canonical.encode(), "SP message from %s on %s"
+                                     % (conn.peer, canonical)):
+            self.counters["refused"] += 1
             return
         self.counters["received"] += 1
         self.hub.publish(Message(canonical.encode(), payload, conn.egress, "sp-sub"))

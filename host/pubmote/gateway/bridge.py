@@ -47,6 +47,9 @@ DEFAULTS: dict[str, Any] = {
     "ndn_face": [],
     "trace": None,
     "keys": None,
+    # boards without a key in `keys` may register (by name); unset: only when no keys
+    # file is given (with one, a name without a key is refused)
+    "allow_anonymous_boards": None,
     "require_signed": [],
     "journal": None,
     "journal_max_bytes": 8 << 20,
@@ -225,11 +228,20 @@ class Bridge:
             self.link_guard = LinkGuard(ctx, require_tls)
             log.info("TCP board face: TLS with %s; plaintext boards %s", cfg["tcp_tls_cert"],
                      "refused" if require_tls else "accepted too")
-        if cfg["keys"] or cfg["require_signed"]:
-            keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
-            self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]])
-            log.info("board keys: %d boards; signing required under %s", len(keys),
-                     ", ".join(cfg["require_signed"]) or "no prefix")
+        keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
+        anonymous = cfg.get("allow_anonymous_boards")
+        anonymous = not cfg["keys"] if anonymous is None else bool(anonymous)
+        # always a policy: a board publishes only as itself, a signed realm holds on
+        # every ingress, whether or not boards have keys
+        self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]],
+                                  allow_anonymous=anonymous)
+        log.log(logging.WARNING if anonymous else logging.INFO,
+                "board authentication: %s; signing required under %s", (
+                    "%d boards with keys, boards without one refused" % len(keys)
+                    if not anonymous else "%d boards with keys; boards WITHOUT a key register "
+                    "by name (%s)" % (len(keys), "--allow-anonymous-boards" if cfg["keys"]
+                                      else "no --keys given")),
+                ", ".join(cfg["require_signed"]) or "no prefix")
         if cfg["journal"]:
             self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
                                    max_age_s=float(cfg["journal_max_age_s"]),
@@ -294,10 +306,13 @@ class Bridge:
 
     def _board_trust(self) -> str:
         """What a board face trusts, for the line that says it is exposed."""
-        if self.hub.auth is None:
+        auth = self.hub.auth
+        if auth is None or (auth.allow_anonymous and not auth.keys):
             return "boards register by name, no key needed (give --keys)"
-        return ("boards with a key must sign their registration; boards without one "
-                "register by name")
+        if auth.allow_anonymous:
+            return ("boards with a key must sign their registration; boards without one "
+                    "register by name (--allow-anonymous-boards)")
+        return "boards must sign their registration with their key"
 
     async def _journal_ticks(self) -> None:
         while True:

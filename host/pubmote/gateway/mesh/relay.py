@@ -121,6 +121,7 @@ class GatewayMesh:
         self._names: OrderedDict[str, Any] = OrderedDict()  # gateway name -> its PeerId
         self.counters = {"out": 0, "out_dropped": 0, "out_failed": 0, "in": 0,
                          "in_duplicates": 0, "in_stale": 0, "in_bad": 0, "not_meshed": 0,
+                         "in_refused": 0,
                          "name_conflicts": 0, "loops": 0, "directed_in": 0, "directed_local": 0,
                          "directed_out": 0, "directed_bad": 0, "directed_loops": 0,
                          "directed_unknown_board": 0, "directed_no_mesh": 0}
@@ -293,6 +294,13 @@ class GatewayMesh:
             self.counters["in_stale"] += 1
             return
         self._note_gaps()
+        # a topic that requires boards' signatures comes only from a closed realm's
+        # members: in an open one anybody could have written the envelope
+        if self.realm is not None and self.realm.open and self.hub.unsigned_refused(
+                env.topic.encode(), "mesh envelope claiming %s in the open realm %s"
+                % (env.gateway, self.realm.name)):
+            self.counters["in_refused"] += 1
+            return
         self.counters["in"] += 1
         if env.directed:
             self._directed_from_mesh(env)
