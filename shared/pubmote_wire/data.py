@@ -3,11 +3,7 @@
 from .compat import const
 from .errors import DecodeError, EncodeError
 from .namewire import comp_end, name_len, put_name, walk
-from .signature import (
-    _DIGEST,
-    parse_info,
-    verify2,
-)
+from .signature import DIGEST, parse_info
 from .tlv import (
     TLVReader,
     is_critical,
@@ -59,7 +55,7 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
     # The name is name + n2 + n3 (+ generic n4), see signature.put_name.
     if signer is None:
-        signer = _DIGEST
+        signer = DIGEST
     m = 0
     if ct is not None:
         m += nonneg_tlv_size(_CONTENT_TYPE, ct)
@@ -183,4 +179,6 @@ def decode_data(buf, into=None):
 def verify_data(d, buf, key=None):
     if d._s1 < 0:
         return False
+    from .verify import verify2
+
     return verify2(d.sig_type, d.sig_value, buf, d._s0, d._s1, -1, -1, key)

@@ -7,7 +7,7 @@
 # 192 B, and the HMAC is spent by digest() (the port's sha256 has no copy()), so a signer
 # would make one per signature.
 from .compat import const, sha256
-from .signature import HMAC_SHA256, _Signer
+from .signature import HMAC_SHA256, Signer
 
 _BLOCK = const(64)
 
@@ -37,7 +37,7 @@ def hmac_sha256(key, *chunks):
 
 
 # HmacWithSha256 with a shared key; key_name (a Name) goes into the KeyLocator.
-class HmacSigner(_Signer):
+class HmacSigner(Signer):
 
     def __init__(self, key, key_name=None):
         self.sig_type = HMAC_SHA256

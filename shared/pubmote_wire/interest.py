@@ -6,7 +6,7 @@ from .compat import const, sha256
 from .errors import DecodeError, EncodeError
 from .namewire import name_len, put_name, walk
 from .rand import urandom
-from .signature import parse_info, verify, verify2
+from .signature import parse_info
 from .tlv import (
     TLVReader,
     is_critical,
@@ -338,6 +338,8 @@ def verify_interest(interest, buf, key=None):
     i = interest
     if i._se < 0:
         return False
+    from .verify import verify, verify2
+
     if i._dp + 34 != i._ne:  # a digest inside the name (unusual): three regions
         return verify(i.sig_type, i.sig_value, buf, i.signed_regions, key)
     return verify2(i.sig_type, i.sig_value, buf, i._ns, i._dp, i._as, i._se, key)

@@ -7,7 +7,7 @@ from .compat import const
 from .errors import DecodeError
 from .interest import _encode, decode_interest
 from .namewire import comp_end, walk
-from .signature import _DIGEST
+from .signature import DIGEST
 from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
@@ -23,7 +23,6 @@ _NAME = const(0x07)
 NOTIFY = b"\x08\x06notify"
 MSG = b"\x08\x03msg"
 DEFAULT_LIFETIME_MS = const(4000)
-DIGEST = _DIGEST  # one shared DigestSigner
 
 
 # /<topic>/notify (without the ParametersSha256Digest the Interest adds).

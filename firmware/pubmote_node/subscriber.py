@@ -1,0 +1,205 @@
+# The board's receive side: what the app holds (Subscriptions: nanomsg SUB-style prefix
+# filters over `<topic URI>|<payload>` with a bounded queue that keeps the newest; the
+# Messages in them) and the NDN notify pub/sub subscriber: a notify names a message, fetch
+# it from /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a DedupeRing remembers
+# what was delivered) and ack the notify. Loaded at the first subscribe(), directed() or
+# notify: a board that only publishes never holds it.
+import asyncio
+
+from pubmote_wire import control, name, notify
+from pubmote_wire.compat import const
+from pubmote_wire.subfilter import SubFilter
+
+
+def _bytes(prefix):
+    return prefix.encode() if isinstance(prefix, str) else bytes(prefix)
+
+
+class Message:
+    """A received message: topic (URI bytes), payload (bytes), publisher (URI bytes)."""
+
+    def __init__(self, topic, payload, publisher):
+        self.topic = topic
+        self.payload = payload
+        self.publisher = publisher
+
+    def __repr__(self):
+        return "<Message %s %d B>" % (self.topic, len(self.payload))
+
+
+class Subscription:
+    """Prefix filters with nanomsg SUB semantics and a bounded receive queue.
+
+    subs: the node's list of subscriptions, this one in it (close() takes it out);
+    changed: the Event set when its filters change (the node registers them again)."""
+
+    def __init__(self, prefixes, queue_len, subs, changed):
+        self.filter = SubFilter()
+        self._q = []
+        self._qlen = queue_len
+        self._ev = asyncio.Event()
+        self._subs = subs
+        self._changed = changed
+        self.dropped = 0
+        for p in prefixes:
+            self.filter.subscribe(_bytes(p))
+
+    def subscribe(self, prefix):
+        self.filter.subscribe(_bytes(prefix))
+        self._changed.set()
+
+    def unsubscribe(self, prefix):
+        found = self.filter.unsubscribe(_bytes(prefix))
+        self._changed.set()
+        return found
+
+    def offer(self, msg):
+        """Queue msg for recv(); when the queue is full, the oldest is dropped (counted)."""
+        if len(self._q) >= self._qlen:
+            self._q.pop(0)  # keep the newest: a sensor subscriber wants the latest value
+            self.dropped += 1
+        self._q.append(msg)
+        self._ev.set()
+
+    async def recv(self):
+        """Wait for the next message that matches this subscription's filters."""
+        while not self._q:
+            self._ev.clear()
+            await self._ev.wait()
+        return self._q.pop(0)
+
+    def pending(self):
+        return len(self._q)
+
+    def close(self):
+        if self in self._subs:
+            self._subs.remove(self)
+            self._changed.set()
+
+
+class Subscriber:
+    """on_notify() for each notify parsed; deliver(topic_uri, payload, publisher) hands
+    each new message on (publisher: its Name's TLV value)."""
+
+    def __init__(self, exchange, port, counters, deliver):
+        self._exchange = exchange
+        self._port = port
+        self._counters = counters  # counts dup_notify, fetch_failed, received
+        self._deliver = deliver
+        self._seen = DedupeRing()
+
+    async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
+        """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
+        bytes); a duplicate is only acked, a message not fetched in `retries` tries only
+        counted (the bridge sends its notify again)."""
+        counters = self._counters
+        if self._seen.seen(publisher, nonce):
+            counters["dup_notify"] += 1
+            await self._ack(notify_name)
+            return
+        ex = self._exchange
+        data = None
+        for _ in range(retries):
+            # the codec picks a random Interest nonce
+            n = ex.encode(notify.encode_msg_interest, publisher, topic, nonce,
+                          lifetime_ms=timeout_ms)
+            data = await ex.express(n, timeout_ms)
+            if data is not None:
+                break
+        if data is None:
+            counters["fetch_failed"] += 1
+            return
+        self._seen.remember(publisher, nonce)
+        payload = bytes(data.content) if data.content is not None else b""
+        counters["received"] += 1
+        self._deliver(name.to_uri(topic).encode(), payload, publisher)
+        await self._ack(notify_name)
+
+    async def _ack(self, notify_name):
+        await self._port.send_quiet(control.encode_ack(notify_name))
+
+
+# ---- the memory of messages delivered, against duplicate notifies -----------------------
+
+_SLOTS = const(32)  # messages remembered
+_NONCE_KEPT = const(8)  # nonce bytes a slot holds (a longer nonce: its digest's)
+_SLOT = const(10)  # a slot: publisher index (0xFF: empty), nonce length, the nonce bytes
+_EMPTY = const(0xFF)
+
+
+class DedupeRing:
+    """seen(publisher, nonce) after remember(publisher, nonce), for the last 32 pairs
+    remembered. Each slot names its publisher by an index into `publishers`, which holds
+    one copy of each publisher a slot still names."""
+
+    def __init__(self):
+        self.slots = bytearray(b"\xff" * (_SLOTS * _SLOT))
+        self.publishers = []
+        self._next = 0  # the slot the next message takes
+
+    def seen(self, publisher, nonce):
+        """True if (publisher, nonce) is among the last 32 pairs remembered."""
+        k = _index(self.publishers, publisher)
+        if k < 0:
+            return False
+        key = _nonce_key(nonce)
+        slots = self.slots
+        n = len(key)
+        for p in range(0, _SLOTS * _SLOT, _SLOT):
+            if slots[p] != k or slots[p + 1] != len(nonce) & 0xFF:
+                continue
+            i = 0
+            while i < n and slots[p + 2 + i] == key[i]:
+                i += 1
+            if i == n:
+                return True
+        return False
+
+    def remember(self, publisher, nonce):
+        """Remember (publisher, nonce) in the oldest slot."""
+        at = self._next
+        self._next = (at + 1) % _SLOTS
+        slots = self.slots
+        p = at * _SLOT
+        slots[p] = _EMPTY  # the oldest slot is taken over: it no longer names its publisher
+        pubs = self.publishers
+        k = _index(pubs, publisher)
+        if k < 0:
+            # the first index no slot names (a forgotten publisher's), else a new one
+            k = 0
+            while k < len(pubs) and _names(slots, k):
+                k += 1
+            if k == len(pubs):
+                pubs.append(publisher)
+            else:
+                pubs[k] = publisher
+        key = _nonce_key(nonce)
+        slots[p] = k
+        slots[p + 1] = len(nonce) & 0xFF
+        slots[p + 2 : p + 2 + len(key)] = key
+
+
+def _index(items, x):
+    for k in range(len(items)):
+        if items[k] == x:
+            return k
+    return -1
+
+
+def _names(slots, k):
+    # True if a slot names publisher index k
+    for p in range(0, _SLOTS * _SLOT, _SLOT):
+        if slots[p] == k:
+            return True
+    return False
+
+
+def _nonce_key(nonce):
+    # what a slot keeps of a nonce: the nonce itself up to 8 bytes (every NotifyNonce in
+    # use: ndn-python-repo's is an 8-byte-at-most integer, the bridge's 4 bytes), else the
+    # first 8 bytes of its SHA-256 (with its length: a false match needs a 2**-64 collision)
+    if len(nonce) <= _NONCE_KEPT:
+        return nonce
+    from pubmote_wire.compat import sha256
+
+    return sha256(nonce).digest()[:_NONCE_KEPT]
