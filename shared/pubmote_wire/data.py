@@ -14,7 +14,7 @@ from .tlv import (
     write_tlv,
 )
 
-_DATA = const(0x06)
+DATA = const(0x06)  # the packet's TLV type
 _NAME = const(0x07)
 _META_INFO = const(0x14)
 _CONTENT = const(0x15)
@@ -69,12 +69,12 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         vl += tl_size(_META_INFO, m)
     if content is not None:
         vl += tl_size(_CONTENT, len(content))
-    total = tl_size(_DATA, vl)
+    total = tl_size(DATA, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, _DATA, vl)
+    p = off + write_tl(buf, off, DATA, vl)
     s0 = p
     p += write_tl(buf, p, _NAME, nl)
     p = put_name(buf, p, name, n2, n3, n4)
@@ -125,7 +125,7 @@ def decode_data(buf, into=None):
     mv = memoryview(buf)
     r = d._r
     r.reset(buf)
-    if not r.next() or r.typ != _DATA or r.vend != len(mv):
+    if not r.next() or r.typ != DATA or r.vend != len(mv):
         raise DecodeError("bad Data")
     _clear(d)
     d._s0 = r.vstart

@@ -2,6 +2,8 @@
 from pubmote_wire._types import Buf, WBuf
 from pubmote_wire.signature import Signer
 
+DATA: int
+
 BLOB: int
 
 class Data:

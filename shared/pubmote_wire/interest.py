@@ -17,6 +17,7 @@ from .tlv import (
     write_tlv,
 )
 
+INTEREST = const(0x05)  # the packet's TLV type
 _NAME = const(0x07)
 _FORWARDING_HINT = const(0x1E)
 _APP_PARAMS = const(0x24)
@@ -150,12 +151,12 @@ def _encode(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
     nl = nl0 + 34 if al >= 0 else nl0
     vl = _value_len(nl, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
                     hop_limit, al, signer, sig_nonce, sig_time_ms, sig_seq)
-    total = tl_size(5, vl)
+    total = tl_size(INTEREST, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, 5, vl)
+    p = off + write_tl(buf, off, INTEREST, vl)
     p += write_tl(buf, p, _NAME, nl)
     ns = p
     p = ne = put_name(buf, p, name, n2, n3, n4)
@@ -244,7 +245,7 @@ def decode_interest(buf, into=None):
     mv = memoryview(buf)
     r = i._r
     r.reset(buf)
-    if not r.next() or r.typ != 5 or r.vend != len(mv):
+    if not r.next() or r.typ != INTEREST or r.vend != len(mv):
         raise DecodeError("bad Interest")
     _clear(i)
     r.reset(buf, r.vstart, r.vend)

@@ -139,6 +139,15 @@ def test_malformed_table():
         assert raises(DecodeError, ii.decode_interest, unhex(hx)), hx
 
 
+def test_packet_type_constant():
+    # the codec names the Interest's TLV type, and decodes only that type as an Interest
+    assert ii.INTEREST == 0x05
+    for kw in ({}, {"nonce": 1}, {"app_params": b"p"}, {"signer": DigestSigner()}):
+        w = ii.encode(AB, **kw)
+        assert w[0] == ii.INTEREST
+        assert raises(DecodeError, ii.decode_interest, bytes([ii.INTEREST + 1]) + w[1:])
+
+
 def test_truncations_of_vectors():
     v = vectors.ndn_notify()
     for label in ("notify Interest", "msg Interest"):
