@@ -20,6 +20,11 @@ class Interest:
     can_be_prefix: bool
     must_be_fresh: bool
     params_digest_ok: bool
+    name_start: int
+    name_end: int
+    digest_at: int
+    params_at: int
+    signed_end: int
     def __init__(self) -> None: ...
     @property
     def signed_regions(self) -> list[tuple[int, int]] | None: ...

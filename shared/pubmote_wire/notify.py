@@ -174,9 +174,9 @@ def parse_notify_interest(buf, into=None):
 # The same from an Interest already decoded from buf (a forwarder decodes every Interest
 # once to route it: no second decode for the notifies among them).
 def notify_parts(i, buf):
-    ns = i._ns
-    dp = i._dp
-    if i.app_params is None or dp != i._ne - 34:
+    ns = i.name_start
+    dp = i.digest_at
+    if i.app_params is None or dp != i.name_end - 34:
         raise DecodeError("not a notify Interest")
     # Find the component just before the digest: it must be the generic "notify".
     p = ns
