@@ -54,9 +54,8 @@ class Batcher:
         self._writer = -1
         # seq -> True once acked, else the Event its publisher waits on (None until its
         # record is in a buffer): the Event of the buffer its record went into, so an ACKS
-        # frame wakes only the publishers it answers (a shared event woke the whole window
-        # at every frame: ~4 wake-ups per message with a 32-message window in 252-byte
-        # batches)
+        # frame wakes only the publishers it answers (one Event for the whole window would
+        # wake every waiting publisher at every frame)
         self._state = {}
         self._bytes = 0
         self._ev = None  # the open buffer's Event (made by the record that opens it)
