@@ -2,8 +2,8 @@
 # nanomsg-style prefix filters, receive, answer Interests for named data, and keep the link
 # to the bridge up by itself. Node is the app's API over its parts: face.py (Port: frames
 # on the link; Exchange: packets by type, Interests awaiting Data), session.py
-# (registration, keepalive, reconnect) and, once the board receives, subscriber.py
-# (Subscriptions, and the notify subscriber that fetches what they get).
+# (registration, keepalive, reconnect) and, loaded when first needed, subscription.py
+# (what the app receives) and subscriber.py (the notify subscriber that fetches it).
 import asyncio
 
 from pubmote_wire import control, interest, name, notify
@@ -85,7 +85,7 @@ class Node:
 
     def subscribe(self, *prefixes):
         """Subscribe to byte prefixes of `<topic URI>|<payload>` (empty matches all)."""
-        from .subscriber import Subscription
+        from .subscription import Subscription
 
         wake = self.session.wake
         sub = Subscription(prefixes, self.config.get("queue_len", 16), self._subs, wake)
@@ -147,7 +147,7 @@ class Node:
         """The queue of directed messages for this board: `msg = await q.recv()` gives a
         Directed. Messages the bridge addresses here arrive whatever the filters are."""
         if self._inbox is None:
-            from .subscriber import Subscription
+            from .subscription import Subscription
 
             self._inbox = Subscription((), self.config.get("queue_len", 16), self._subs,
                                        self.session.wake)
@@ -210,9 +210,10 @@ class Node:
                     out.append(p)
         return out
 
-    async def run(self):
-        """Keep the link up forever: open, register, keep alive, reopen on any fault."""
-        await self.session.run()
+    def run(self):
+        """Keep the link up forever: open, register, keep alive, reopen on any fault. (The
+        session's own coroutine: no frame of this one held on the heap while it runs.)"""
+        return self.session.run()
 
     # ---- packets in -------------------------------------------------------------------
 
@@ -258,7 +259,7 @@ class Node:
 
             deliver(self._inbox, payload, self.counters)
             return
-        from .subscriber import Message
+        from .subscription import Message
 
         msg = None
         line = topic_uri + b"|" + payload
