@@ -11,7 +11,8 @@ from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 
-from .face import MAX_PACKET
+from .face import MAX_PACKET, Exchange, Port
+from .session import Session
 
 _INLINE_MAX = const(480)  # message Data up to this size rides inline in its notify
 _SERVED_MAX = const(8)
@@ -32,10 +33,6 @@ class Node:
     """
 
     def __init__(self, config, link=None, wlan=None):
-        # the parts' classes are needed here only: no module global for each
-        from .face import Exchange, Port
-        from .session import Session
-
         self.name = config["name"]
         self.config = config
         self.prefix = name.from_uri(config.get("prefix", "/pubmote/node/" + self.name))
