@@ -1,6 +1,6 @@
 # The board as an NDN notify pub/sub subscriber: a notify names a message; fetch it from
-# /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a DedupeRing remembers what
-# was delivered) and ack the notify. Loaded at the first notify: a board that never
+# /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a ring of the last 32 remembers
+# what was delivered) and ack the notify. Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
 from pubmote_wire import control, name, notify
 from pubmote_wire.compat import const
@@ -15,14 +15,14 @@ class Subscriber:
         self._port = port
         self._counters = counters  # counts dup_notify, fetch_failed, received
         self._deliver = deliver
-        self._seen = DedupeRing()
+        self._seen = new_ring()
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
         bytes); a duplicate is only acked, a message not fetched in `retries` tries only
         counted (the bridge sends its notify again)."""
         counters = self._counters
-        if self._seen.seen(publisher, nonce):
+        if ring_seen(self._seen, publisher, nonce):
             counters["dup_notify"] += 1
             await self._ack(notify_name)
             return
@@ -38,7 +38,7 @@ class Subscriber:
         if data is None:
             counters["fetch_failed"] += 1
             return
-        self._seen.remember(publisher, nonce)
+        ring_remember(self._seen, publisher, nonce)
         payload = bytes(data.content) if data.content is not None else b""
         counters["received"] += 1
         self._deliver(name.to_uri(topic).encode(), payload, publisher)
@@ -49,63 +49,66 @@ class Subscriber:
 
 
 # ---- the memory of messages delivered, against duplicate notifies -----------------------
+# The last 32 (publisher, NotifyNonce) pairs delivered, in fixed slots of one bytearray
+# whose last byte is the slot the next pair takes; a slot names its publisher by an index
+# into a list that holds one copy of each publisher a slot still names. No object per
+# message, and the ring is a record [slots, publishers] with functions, not a class: a
+# class object costs a board's heap (~180 B) more than the record itself.
 
-_SLOTS = const(32)  # messages remembered
+_SLOTS = const(32)  # pairs remembered
 _NONCE_KEPT = const(8)  # nonce bytes a slot holds (a longer nonce: its digest's)
 _SLOT = const(10)  # a slot: publisher index (0xFF: empty), nonce length, the nonce bytes
+_NEXT = const(_SLOTS * _SLOT)  # the byte after the slots: the number of the next slot
 _EMPTY = const(0xFF)
 
 
-class DedupeRing:
-    """seen(publisher, nonce) after remember(publisher, nonce), for the last 32 pairs
-    remembered. Each slot names its publisher by an index into `publishers`, which holds
-    one copy of each publisher a slot still names."""
+def new_ring():
+    """An empty ring: [slots, publishers]."""
+    slots = bytearray(b"\xff" * (_NEXT + 1))
+    slots[_NEXT] = 0
+    return [slots, []]
 
-    def __init__(self):
-        self.slots = bytearray(b"\xff" * (_SLOTS * _SLOT))
-        self.publishers = []
-        self._next = 0  # the slot the next message takes
 
-    def seen(self, publisher, nonce):
-        """True if (publisher, nonce) is among the last 32 pairs remembered."""
-        k = _index(self.publishers, publisher)
-        if k < 0:
-            return False
-        key = _nonce_key(nonce)
-        slots = self.slots
-        n = len(key)
-        for p in range(0, _SLOTS * _SLOT, _SLOT):
-            if slots[p] != k or slots[p + 1] != len(nonce) & 0xFF:
-                continue
-            i = 0
-            while i < n and slots[p + 2 + i] == key[i]:
-                i += 1
-            if i == n:
-                return True
+def ring_seen(ring, publisher, nonce):
+    """True if (publisher, nonce) is among the last 32 pairs ring_remember() took."""
+    slots, pubs = ring
+    k = _index(pubs, publisher)
+    if k < 0:
         return False
+    key = _nonce_key(nonce)
+    n = len(key)
+    for p in range(0, _NEXT, _SLOT):
+        if slots[p] != k or slots[p + 1] != len(nonce) & 0xFF:
+            continue
+        i = 0
+        while i < n and slots[p + 2 + i] == key[i]:
+            i += 1
+        if i == n:
+            return True
+    return False
 
-    def remember(self, publisher, nonce):
-        """Remember (publisher, nonce) in the oldest slot."""
-        at = self._next
-        self._next = (at + 1) % _SLOTS
-        slots = self.slots
-        p = at * _SLOT
-        slots[p] = _EMPTY  # the oldest slot is taken over: it no longer names its publisher
-        pubs = self.publishers
-        k = _index(pubs, publisher)
-        if k < 0:
-            # the first index no slot names (a forgotten publisher's), else a new one
-            k = 0
-            while k < len(pubs) and _names(slots, k):
-                k += 1
-            if k == len(pubs):
-                pubs.append(publisher)
-            else:
-                pubs[k] = publisher
-        key = _nonce_key(nonce)
-        slots[p] = k
-        slots[p + 1] = len(nonce) & 0xFF
-        slots[p + 2 : p + 2 + len(key)] = key
+
+def ring_remember(ring, publisher, nonce):
+    """Remember (publisher, nonce) in the oldest slot."""
+    slots, pubs = ring
+    at = slots[_NEXT]
+    slots[_NEXT] = (at + 1) % _SLOTS
+    p = at * _SLOT
+    slots[p] = _EMPTY  # the oldest slot is taken over: it no longer names its publisher
+    k = _index(pubs, publisher)
+    if k < 0:
+        # the first index no slot names (a forgotten publisher's), else a new one
+        k = 0
+        while k < len(pubs) and _names(slots, k):
+            k += 1
+        if k == len(pubs):
+            pubs.append(publisher)
+        else:
+            pubs[k] = publisher
+    key = _nonce_key(nonce)
+    slots[p] = k
+    slots[p + 1] = len(nonce) & 0xFF
+    slots[p + 2 : p + 2 + len(key)] = key
 
 
 def _index(items, x):
@@ -117,7 +120,7 @@ def _index(items, x):
 
 def _names(slots, k):
     # True if a slot names publisher index k
-    for p in range(0, _SLOTS * _SLOT, _SLOT):
+    for p in range(0, _NEXT, _SLOT):
         if slots[p] == k:
             return True
     return False
