@@ -28,7 +28,7 @@ MUTS = [
   "            if self._give(b, topic, item.seq) and self.hub.deliver(b.name, msg):\n                self.hub.deliver(b.name, msg)",
   "tests/host/gateway/test_dht_retained.py::test_late_gateway_gets_last_value_then_pushed_updates"),
  ("M7 verify_interest accepts any signature", "shared/pubmote_wire/interest.py",
-  "    i = interest\n    if i._se < 0:\n        return False", "    i = interest\n    if i._se < 0:\n        return True",
+  "    i = interest\n    if i.signed_end < 0:\n        return False", "    i = interest\n    if i.signed_end < 0:\n        return True",
   "tests/shared/test_corpus.py"),
  ("M8 bencode strings decode to str", "host/pubmote/dht/bencode.py",
   "        return data[start:start + n]", "        return data[start:start + n].decode('latin-1')  # type: ignore",

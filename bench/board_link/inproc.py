@@ -12,26 +12,28 @@ from pubmote_wire import batch
 
 
 class _Node:
-    # just what Batcher uses of a Node: config, counters, _up, timeout_ms, _send
+    # just what Batcher uses of a Node: config, counters, timeout_ms, and port (itself here:
+    # up and send)
     def __init__(self):
         self.config = {}
         self.counters = {"soft_full": 0, "published": 0, "acked": 0, "publish_failed": 0}
-        self._up = True
+        self.up = True
+        self.port = self
         self.timeout_ms = 2000
-        self._frame = bytearray(258)
+        self._out = bytearray(258)
         self._free = asyncio.Event()
         self._free.set()
         self.batcher = None
         self._acks = bytearray(64)
         self.frames = 0
 
-    async def _send(self, pkt, framer):
+    async def send(self, pkt, framer):
         while not self._free.is_set():
             await self._free.wait()
         self._free.clear()
         try:
             seqs = self._seqs()  # read before framing empties the records buffer
-            if framer(self._frame):
+            if framer(self._out):
                 self.frames += 1
                 await asyncio.sleep(0)  # the write
                 k = batch.begin(self._acks, batch.ACKS, self.batcher.epoch)

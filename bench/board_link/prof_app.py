@@ -7,8 +7,7 @@ from time import ticks_diff, ticks_us
 import lat
 import pubmote_pub
 
-from pubmote_node import link_pty
-from pubmote_node import node as node_mod
+from pubmote_node import face, link_pty
 from pubmote_wire import batch, framing, notify
 
 _acc = {}
@@ -75,12 +74,12 @@ def _wrap_steps(node):
                           "encode_compact"))
     _wrap_module(framing, ("crc16", "encode_frame_part", "encode_frame"))
     _wrap_module(batch, ("add_record", "frame_inplace", "ack_runs"))
-    _wrap_module(node_mod, ("_decode_data", "_interest_name"))
+    _wrap_module(face, ("_decode_data", "_interest_name"))
     link_pty.PtyLink.write = _timed_async("link.write", link_pty.PtyLink.write)
     link_pty.PtyLink.readinto = _timed_async("link.readinto(await)", link_pty.PtyLink.readinto)
-    node._dec.feed = _timed("deframe(feed)", node._dec.feed)
-    node._on_packet = _timed("on_packet", node._on_packet)
-    node._send = _timed_async("_send(await)", node._send)
+    node.port.decoder.feed_cb = _timed("deframe(feed)", node.port.decoder.feed_cb)
+    node.exchange.on_packet = _timed("on_packet", node.exchange.on_packet)
+    node.port.send = _timed_async("send(await)", node.port.send)
     node.publish = _timed_async("publish(await)", node.publish)
 
 

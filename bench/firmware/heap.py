@@ -103,7 +103,8 @@ async def _bench():
     link.peer = emu
     m_emu = live()
     emu_share = m_emu - m_codec
-    from pubmote_node import demo  # noqa: F401,E402 - the app's code is firmware too
+    # firmware code too: the app's, and what the first subscribe() loads
+    from pubmote_node import demo, subscription  # noqa: F401,E402
     from pubmote_node.node import Node  # noqa: E402
 
     await asyncio.sleep(1.5)  # the WebAssembly build frees garbage when its JS timers fire

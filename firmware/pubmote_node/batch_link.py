@@ -3,7 +3,7 @@
 # wakes every publisher it answers. Per message this costs a record copied into a buffer
 # and one task wake-up: no NDN packet, digest or timer, and one Event per buffer of records.
 #
-# Heap (the emulated Pico's bench): one record buffer, framed into the node's own frame
+# Heap (the emulated Pico's bench): one record buffer, framed into the port's frame
 # buffer once the link is free, so the records buffer is free again before the write; no
 # flusher task: the publisher whose record opened the buffer writes it.
 import asyncio
@@ -23,7 +23,7 @@ except ImportError:  # CPython, for host-side tests of the node
     def ticks_diff(a, b):
         return a - b
 
-# one BATCH frame's bytes: framed, it fills the node's 258-byte frame buffer
+# one BATCH frame's bytes: framed, it fills the port's 258-byte frame buffer
 # (framing.FRAME_PART_MIN, frame_size_max(252) == 258). A 115200-baud UART carries ~4
 # small records per round trip, and a pty or socket two writes per 32-message window
 _CAP = const(252)
@@ -33,7 +33,8 @@ _WINDOW = const(32)
 
 
 class Batcher:
-    """Publishes of one node as BATCH records; on is False while the bridge refuses them."""
+    """Publishes of one node as BATCH records; on is False while the bridge refuses them.
+    What it uses of the node: config, counters, timeout_ms, and its port's up and send()."""
 
     def __init__(self, node):
         self._node = node
@@ -53,9 +54,8 @@ class Batcher:
         self._writer = -1
         # seq -> True once acked, else the Event its publisher waits on (None until its
         # record is in a buffer): the Event of the buffer its record went into, so an ACKS
-        # frame wakes only the publishers it answers (a shared event woke the whole window
-        # at every frame: ~4 wake-ups per message with a 32-message window in 252-byte
-        # batches)
+        # frame wakes only the publishers it answers (one Event for the whole window would
+        # wake every waiting publisher at every frame)
         self._state = {}
         self._bytes = 0
         self._ev = None  # the open buffer's Event (made by the record that opens it)
@@ -66,6 +66,7 @@ class Batcher:
         """As Node.publish; None if the message is too big for a batch (then the node
         publishes it as an NDN notify)."""
         node = self._node
+        port = node.port
         cfg = node.config
         if topic != self._topic:
             self._tname = name.from_uri(topic if isinstance(topic, str) else topic.decode())
@@ -97,14 +98,14 @@ class Batcher:
                 t0 = ticks_ms()
                 while True:
                     ev = st[seq]
-                    if (ev is True or not node._up
+                    if (ev is True or not port.up
                             or ticks_diff(ticks_ms(), t0) >= node.timeout_ms):
                         break
                     await ev.wait()  # set only once st[seq] is acked or replaced (on_acks)
                 if st[seq] is True:
                     node.counters["acked"] += 1
                     return True
-                if not node._up:
+                if not port.up:
                     break
             node.counters["publish_failed"] += 1
             return False
@@ -149,16 +150,16 @@ class Batcher:
         # the frame is made, and so do those that come while the link is busy
         try:
             await asyncio.sleep(0)
-            await self._node._send(None, self._frame)
+            await self._node.port.send(None, self._frame_records)
         except OSError:
             pass  # link down: the publishers time out and send again
         finally:
             if self._writer == seq:  # not framed (link down, or cancelled): drop them
-                self._frame(None)
+                self._frame_records(None)
 
-    def _frame(self, out):
-        # the node's frame buffer is ours (the link is): frame the records into it and
-        # empty the buffer (out None: only empty it)
+    def _frame_records(self, out):
+        # the port's frame buffer is ours (the link is): frame the records into it and
+        # empty the records buffer (out None: only empty it)
         n = self._n
         k = 0
         if out is not None and n > batch.HEADER:

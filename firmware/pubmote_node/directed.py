@@ -21,9 +21,10 @@ class Directed:
                                                   len(self.payload))
 
 
-def own_copy(node, address, topic, payload):
-    """Check address; offer this board its own copy if the address matches it. True when
-    the message is for this board alone (nothing leaves it)."""
+def own_copy(node, inbox, address, topic, payload):
+    """Check address; offer this board its own copy (into inbox, None: the app never asked
+    for directed messages) if the address matches it. True when the message is for this
+    board alone (nothing leaves it)."""
     parts = address[1:].split("/") if address[:1] == "/" else []
     if not (1 <= len(parts) <= 2) or "" in parts or "|" in address:
         raise ValueError("address must be /orch, /orch/node, /orch/*, /* or /*/*")
@@ -31,22 +32,23 @@ def own_copy(node, address, topic, payload):
     name = parts[1] if len(parts) == 2 else None
     mine = node.orch()
     if (orch == "*" or orch == mine) and (name == "*" or name == node.name):
-        if node._inbox is not None:
+        if inbox is not None:
             origin = "/%s/%s" % (mine or "?", node.name)
-            node._inbox._offer(Directed(address, origin, topic, payload, node._now_ms()))
+            inbox.offer(Directed(address, origin, topic, payload, node.session.now_ms()))
         return orch == mine and name == node.name
     return False
 
 
-def deliver(node, payload):
-    """A directed message the bridge sent here (its CBOR envelope) into the board's inbox."""
+def deliver(inbox, payload, counters):
+    """A directed message the bridge sent here (its CBOR envelope) into the board's inbox
+    (None: the app never asked for directed messages; counted as filtered)."""
     try:
         m = cbor.loads(payload)
         msg = Directed(m["a"], m["o"], m["t"], m["p"], m.get("ts", 0))
     except (DecodeError, KeyError, TypeError, ValueError):
-        node.counters["bad_packets"] += 1
+        counters["bad_packets"] += 1
         return
-    if node._inbox is None:
-        node.counters["filtered"] += 1  # the app never asked for directed messages
+    if inbox is None:
+        counters["filtered"] += 1
     else:
-        node._inbox._offer(msg)
+        inbox.offer(msg)

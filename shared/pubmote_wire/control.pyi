@@ -1,6 +1,6 @@
 # Types of pubmote_wire.control (the board<->bridge control protocol) for the host's checks.
 from pubmote_wire._types import Buf, WBuf
-from pubmote_wire.signature import _Signer
+from pubmote_wire.signature import Signer
 
 REGISTER: bytes
 HELLO: bytes
@@ -8,7 +8,7 @@ HELLO: bytes
 def register_params(board: str, prefix: str, filters: list[bytes], serve: list[str],
                     batch: bool, boot: int | None) -> bytes: ...
 def encode_register(buf: WBuf | None, off: int, board: Buf, params: Buf, nonce: int,
-                    lifetime_ms: int, signer: _Signer | None, sig_nonce: Buf | None,
+                    lifetime_ms: int, signer: Signer | None, sig_nonce: Buf | None,
                     sig_time_ms: int | None) -> int: ...
 def decode_register_params(
     params: Buf) -> tuple[str, bytes, list[bytes], list[bytes], bool, int | None]: ...

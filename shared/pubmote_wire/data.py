@@ -3,11 +3,7 @@
 from .compat import const
 from .errors import DecodeError, EncodeError
 from .namewire import comp_end, name_len, put_name, walk
-from .signature import (
-    _DIGEST,
-    parse_info,
-    verify2,
-)
+from .signature import DIGEST, parse_info
 from .tlv import (
     TLVReader,
     is_critical,
@@ -18,7 +14,7 @@ from .tlv import (
     write_tlv,
 )
 
-_DATA = const(0x06)
+DATA = const(0x06)  # the packet's TLV type
 _NAME = const(0x07)
 _META_INFO = const(0x14)
 _CONTENT = const(0x15)
@@ -59,7 +55,7 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
     # The name is name + n2 + n3 (+ generic n4), see signature.put_name.
     if signer is None:
-        signer = _DIGEST
+        signer = DIGEST
     m = 0
     if ct is not None:
         m += nonneg_tlv_size(_CONTENT_TYPE, ct)
@@ -73,12 +69,12 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         vl += tl_size(_META_INFO, m)
     if content is not None:
         vl += tl_size(_CONTENT, len(content))
-    total = tl_size(_DATA, vl)
+    total = tl_size(DATA, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, _DATA, vl)
+    p = off + write_tl(buf, off, DATA, vl)
     s0 = p
     p += write_tl(buf, p, _NAME, nl)
     p = put_name(buf, p, name, n2, n3, n4)
@@ -129,7 +125,7 @@ def decode_data(buf, into=None):
     mv = memoryview(buf)
     r = d._r
     r.reset(buf)
-    if not r.next() or r.typ != _DATA or r.vend != len(mv):
+    if not r.next() or r.typ != DATA or r.vend != len(mv):
         raise DecodeError("bad Data")
     _clear(d)
     d._s0 = r.vstart
@@ -183,4 +179,6 @@ def decode_data(buf, into=None):
 def verify_data(d, buf, key=None):
     if d._s1 < 0:
         return False
+    from .verify import verify2
+
     return verify2(d.sig_type, d.sig_value, buf, d._s0, d._s1, -1, -1, key)

@@ -1,6 +1,8 @@
 # Types of pubmote_wire.data for the host's type checks.
 from pubmote_wire._types import Buf, WBuf
-from pubmote_wire.signature import _Signer
+from pubmote_wire.signature import Signer
+
+DATA: int
 
 BLOB: int
 
@@ -22,9 +24,9 @@ class Data:
 
 def encode_data(buf: WBuf | None, off: int, name: Buf, content: Buf | None = None, *,
                 content_type: int | None = ..., freshness_ms: int | None = ...,
-                final_block_id: Buf | None = ..., signer: _Signer | None = ...) -> int: ...
+                final_block_id: Buf | None = ..., signer: Signer | None = ...) -> int: ...
 def encode(name: Buf, content: Buf | None = None, *, content_type: int | None = ...,
            freshness_ms: int | None = ..., final_block_id: Buf | None = ...,
-           signer: _Signer | None = ...) -> bytes: ...
+           signer: Signer | None = ...) -> bytes: ...
 def decode_data(buf: Buf, into: Data | None = None) -> Data: ...
 def verify_data(d: Data, buf: Buf, key: Buf | None = None) -> bool: ...

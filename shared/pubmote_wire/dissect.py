@@ -6,9 +6,9 @@ import binascii
 from . import lp
 from . import name as _name
 from .compat import sha256
-from .data import decode_data
+from .data import DATA, decode_data
 from .errors import DecodeError
-from .interest import decode_interest
+from .interest import INTEREST, decode_interest
 from .signature import DIGEST_SHA256, HMAC_SHA256, equal
 from .tlv import TLVReader, read_nonneg
 
@@ -82,21 +82,21 @@ def _packet(buf, start, end, depth):
     if r.pos != end:
         raise DecodeError("trailing bytes after the packet")
     typ = r.typ
-    if typ not in (0x05, 0x06, 0x64):
+    if typ not in (INTEREST, DATA, lp.LP_PACKET):
         raise DecodeError("not an Interest, Data or LpPacket (type %d)" % typ)
     pkt = bytes(buf[start:end])
     # the codec's own parser validates the packet as a whole (params digest, order, ...)
-    if typ == 0x05:
+    if typ == INTEREST:
         obj = decode_interest(pkt)
-    elif typ == 0x06:
+    elif typ == DATA:
         obj = decode_data(pkt)
     else:
         obj = lp.decode_lp(pkt)
     node = [("packet", _NAMES[typ]), ("length", end - start),
             ("elements", _elements(pkt, r.vstart - start, len(pkt), depth))]
-    if typ == 0x05:
+    if typ == INTEREST:
         _notify(node, obj)
-    if typ != 0x64:
+    if typ != lp.LP_PACKET:
         _signature(node, obj, pkt)
     return node
 

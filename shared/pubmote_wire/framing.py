@@ -175,15 +175,16 @@ class FrameDecoder:
     Bad frames are dropped and counted:
     frames_bad_crc (also frames too short to hold a CRC), frames_bad_cobs (a block cut
     short by a delimiter), frames_oversize (longer than max_frame; skipped to the next
-    delimiter). bytes_discarded counts every non-delimiter byte of dropped frames."""
+    delimiter). bytes_discarded counts every non-delimiter byte of dropped frames. buf is
+    the frame buffer (read its size; a payload handed out is a view of it)."""
 
     def __init__(self, max_frame=MAX_FRAME, bytewise=False, start=0):
         self.max_frame = max_frame
         self._blockwise = _BLOCKWISE and not bytewise
         if self._blockwise or not 0 < start < max_frame:
             start = max_frame
-        self._buf = bytearray(start + 2)
-        self._mv = memoryview(self._buf)
+        self.buf = bytearray(start + 2)
+        self._mv = memoryview(self.buf)
         if self._blockwise:  # only there: each attribute costs a board's heap
             self._pend = bytearray()  # the encoded bytes of the frame so far
             self._pend_raw = 0
@@ -228,7 +229,7 @@ class FrameDecoder:
             self.frames_bad_cobs += 1
             self.bytes_discarded += raw
             return -1
-        buf = self._buf
+        buf = self.buf
         if n < 2 or crc16(self._mv[: n - 2]) != (buf[n - 2] << 8) | buf[n - 1]:
             self.frames_bad_crc += 1
             self.bytes_discarded += raw
@@ -242,7 +243,7 @@ class FrameDecoder:
         if self._blockwise:
             return self._feed_blocks(chunk, cb)
         count = 0
-        buf = self._buf
+        buf = self.buf
         cap = len(buf)
         for b in chunk:
             if b == 0:
@@ -262,7 +263,7 @@ class FrameDecoder:
                         if not self._grow():
                             self._oversize()
                             continue
-                        buf = self._buf
+                        buf = self.buf
                         cap = len(buf)
                     buf[self._len] = 0
                     self._len += 1
@@ -273,7 +274,7 @@ class FrameDecoder:
                     if not self._grow():
                         self._oversize()
                         continue
-                    buf = self._buf
+                    buf = self.buf
                     cap = len(buf)
                 buf[self._len] = b
                 self._len += 1
@@ -284,12 +285,12 @@ class FrameDecoder:
         # the buffer is full: grow it to max_frame + 2, keeping the bytes so far; False
         # if it has that size already (the frame is oversize)
         full = self.max_frame + 2
-        n = len(self._buf)
+        n = len(self.buf)
         if n >= full:
             return False
         buf = bytearray(full)
-        buf[0:n] = self._buf
-        self._buf = buf
+        buf[0:n] = self.buf
+        self.buf = buf
         self._mv = memoryview(buf)
         return True
 
@@ -344,8 +345,8 @@ class FrameDecoder:
         return self._check(status, raw)
 
     def _unblock(self, r):
-        # COBS-decode r into self._buf: its length, -1 oversize or -2 a block cut short
-        buf = self._buf
+        # COBS-decode r into self.buf: its length, -1 oversize or -2 a block cut short
+        buf = self.buf
         cap = len(buf)
         n = len(r)
         i = out = 0
@@ -371,7 +372,7 @@ class FrameDecoder:
 
     def _check(self, n, raw):
         # a good frame's payload length, or -1 (CRC wrong or no room for one; counted)
-        buf = self._buf
+        buf = self.buf
         if n < 2 or crc16(self._mv[: n - 2]) != (buf[n - 2] << 8) | buf[n - 1]:
             self.frames_bad_crc += 1
             self.bytes_discarded += raw

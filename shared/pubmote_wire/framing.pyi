@@ -12,6 +12,7 @@ def encode(payload: Buf) -> bytes: ...
 
 class FrameDecoder:
     max_frame: int
+    buf: bytearray
     frames_ok: int
     frames_bad_crc: int
     frames_bad_cobs: int

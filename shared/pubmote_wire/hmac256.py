@@ -1,13 +1,10 @@
 # HmacWithSha256 for NDN signatures, apart from signature.py so a board without a key never
 # loads it. HMAC is built on sha256 (RFC 2104) because MicroPython has no hmac module, and
-# micropython-lib's hmac (3.4.4) costs more heap. Measured on the emulated Pico (rp2 port
-# 1.27, both compiled from source into RAM; 32-byte key, 200-byte message): importing it
-# 1,376 B vs 800 B for this module (320 B frozen); one HMAC 1,024 B allocated vs 848 B
-# here (384 B with an HmacSigner's pads kept); an hmac.HMAC object 352 B vs an HmacSigner's
-# 192 B, and the HMAC is spent by digest() (the port's sha256 has no copy()), so a signer
-# would make one per signature.
+# micropython-lib's hmac costs a board more heap: a bigger module, more allocated per HMAC
+# and a bigger object, which digest() spends (the port's sha256 has no copy()), so a signer
+# would need a new one per signature; an HmacSigner keeps its key's pads instead.
 from .compat import const, sha256
-from .signature import HMAC_SHA256, _Signer
+from .signature import HMAC_SHA256, Signer
 
 _BLOCK = const(64)
 
@@ -37,7 +34,7 @@ def hmac_sha256(key, *chunks):
 
 
 # HmacWithSha256 with a shared key; key_name (a Name) goes into the KeyLocator.
-class HmacSigner(_Signer):
+class HmacSigner(Signer):
 
     def __init__(self, key, key_name=None):
         self.sig_type = HMAC_SHA256

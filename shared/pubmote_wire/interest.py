@@ -6,7 +6,7 @@ from .compat import const, sha256
 from .errors import DecodeError, EncodeError
 from .namewire import name_len, put_name, walk
 from .rand import urandom
-from .signature import parse_info, verify, verify2
+from .signature import parse_info
 from .tlv import (
     TLVReader,
     is_critical,
@@ -17,6 +17,7 @@ from .tlv import (
     write_tlv,
 )
 
+INTEREST = const(0x05)  # the packet's TLV type
 _NAME = const(0x07)
 _FORWARDING_HINT = const(0x1E)
 _APP_PARAMS = const(0x24)
@@ -69,10 +70,14 @@ def _clear(i):
     i.app_params = i.sig_type = i.sig_key_name = i.sig_nonce = i.sig_time_ms = None
     i.sig_seq = i.sig_value = None
     i.can_be_prefix = i.must_be_fresh = i.params_digest_ok = False
-    i._ns = i._ne = i._dp = i._as = i._se = -1
+    i.name_start = i.name_end = i.digest_at = i.params_at = i.signed_end = -1
 
 
-# A decoded Interest. Fields are memoryview slices of the input; nonce is an int.
+# A decoded Interest. Fields are memoryview slices of the input; nonce is an int. Where
+# its parts are in the input (offsets, -1 if absent), for checking its signature and digest
+# in place: name_start and name_end (the Name's value), digest_at (its
+# ParametersSha256Digest component), params_at (the ApplicationParameters element),
+# signed_end (the end of InterestSignatureInfo: what the signature covers ends there).
 class Interest:
 
     def __init__(self):
@@ -84,33 +89,37 @@ class Interest:
     # around the params digest (a signed Interest always has one), then parameters..info.
     @property
     def signed_regions(self):
-        if self._se < 0:
+        if self.signed_end < 0:
             return None
-        return [(self._ns, self._dp), (self._dp + 34, self._ne), (self._as, self._se)]
+        return [(self.name_start, self.digest_at), (self.digest_at + 34, self.name_end),
+                (self.params_at, self.signed_end)]
 
 
-def _value_len(nl, cbp, mbf, fh, nonce, lifetime, hop, al, signer, sn, st, sq):
-    vl = tl_size(_NAME, nl)
-    if cbp:
+# The Interest's TLV-LENGTH for _encode's arguments (params_len -1: no
+# ApplicationParameters).
+def _value_len(name_len, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
+               hop_limit, params_len, signer, sig_nonce, sig_time_ms, sig_seq):
+    vl = tl_size(_NAME, name_len)
+    if can_be_prefix:
         vl += 2
-    if mbf:
+    if must_be_fresh:
         vl += 2
-    if fh:
-        vl += tl_size(_FORWARDING_HINT, _fh_len(fh))
+    if forwarding_hint:
+        vl += tl_size(_FORWARDING_HINT, _fh_len(forwarding_hint))
     if nonce is not None:
         if nonce < -1 or nonce > 0xFFFFFFFF:  # -1: a random nonce (internal)
             raise EncodeError("too large")
         vl += 6
-    if lifetime is not None:
-        vl += nonneg_tlv_size(0x0C, lifetime)
-    if hop is not None:
-        if hop < 0 or hop > 255:
+    if lifetime_ms is not None:
+        vl += nonneg_tlv_size(0x0C, lifetime_ms)
+    if hop_limit is not None:
+        if hop_limit < 0 or hop_limit > 255:
             raise EncodeError("too large")
         vl += 3
-    if al >= 0:
-        vl += tl_size(_APP_PARAMS, al)
+    if params_len >= 0:
+        vl += tl_size(_APP_PARAMS, params_len)
     if signer is not None:
-        vl += signer.info_size(True, sn, st, sq) + 2 + signer.sig_len
+        vl += signer.info_size(True, sig_nonce, sig_time_ms, sig_seq) + 2 + signer.sig_len
     return vl
 
 
@@ -150,12 +159,12 @@ def _encode(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
     nl = nl0 + 34 if al >= 0 else nl0
     vl = _value_len(nl, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
                     hop_limit, al, signer, sig_nonce, sig_time_ms, sig_seq)
-    total = tl_size(5, vl)
+    total = tl_size(INTEREST, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, 5, vl)
+    p = off + write_tl(buf, off, INTEREST, vl)
     p += write_tl(buf, p, _NAME, nl)
     ns = p
     p = ne = put_name(buf, p, name, n2, n3, n4)
@@ -244,7 +253,7 @@ def decode_interest(buf, into=None):
     mv = memoryview(buf)
     r = i._r
     r.reset(buf)
-    if not r.next() or r.typ != 5 or r.vend != len(mv):
+    if not r.next() or r.typ != INTEREST or r.vend != len(mv):
         raise DecodeError("bad Interest")
     _clear(i)
     r.reset(buf, r.vstart, r.vend)
@@ -259,10 +268,10 @@ def decode_interest(buf, into=None):
         if rank < 0:
             if k != 0:
                 raise DecodeError("bad Interest")
-            i._dp = walk(buf, vs, ve, True)
+            i.digest_at = walk(buf, vs, ve, True)
             i.name = mv[vs:ve]
-            i._ns = vs
-            i._ne = ve
+            i.name_start = vs
+            i.name_end = ve
         elif k <= rank:  # unknown, repeated or out of order
             if is_critical(t):
                 raise DecodeError("unknown critical TLV")
@@ -275,10 +284,10 @@ def decode_interest(buf, into=None):
             i.lifetime_ms = r.nonneg()
         elif k == 7:
             i.app_params = mv[vs:ve]
-            i._as = s
+            i.params_at = s
         elif k == 8:
             parse_info(i, i._q, buf, vs, ve, True)
-            i._se = ve
+            i.signed_end = ve
         elif k == 9:
             i.sig_value = mv[vs:ve]
         else:
@@ -314,8 +323,8 @@ def _rare(i, k, buf, mv, vs, ve):
 
 def _check(i, buf, mv):
     # The params digest covers ApplicationParameters to the end; a signature needs both.
-    a0 = i._as
-    dp = i._dp
+    a0 = i.params_at
+    dp = i.digest_at
     if a0 >= 0:
         if dp < 0:
             raise DecodeError("bad ParametersSha256Digest")
@@ -328,7 +337,7 @@ def _check(i, buf, mv):
         i.params_digest_ok = True
     elif dp >= 0:
         raise DecodeError("bad ParametersSha256Digest")
-    if (i._se >= 0) != (i.sig_value is not None) or (i._se >= 0 and a0 < 0):
+    if (i.signed_end >= 0) != (i.sig_value is not None) or (i.signed_end >= 0 and a0 < 0):
         raise DecodeError("bad Interest signature")
     return i
 
@@ -336,8 +345,11 @@ def _check(i, buf, mv):
 # Check the signature of a decoded Interest against its input bytes.
 def verify_interest(interest, buf, key=None):
     i = interest
-    if i._se < 0:
+    if i.signed_end < 0:
         return False
-    if i._dp + 34 != i._ne:  # a digest inside the name (unusual): three regions
+    from .verify import verify, verify2
+
+    if i.digest_at + 34 != i.name_end:  # a digest inside the name (unusual): three regions
         return verify(i.sig_type, i.sig_value, buf, i.signed_regions, key)
-    return verify2(i.sig_type, i.sig_value, buf, i._ns, i._dp, i._as, i._se, key)
+    return verify2(i.sig_type, i.sig_value, buf, i.name_start, i.digest_at, i.params_at,
+                   i.signed_end, key)

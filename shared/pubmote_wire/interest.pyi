@@ -1,6 +1,8 @@
 # Types of pubmote_wire.interest for the host's type checks.
 from pubmote_wire._types import Buf, WBuf
-from pubmote_wire.signature import _Signer
+from pubmote_wire.signature import Signer
+
+INTEREST: int
 
 class Interest:
     name: memoryview
@@ -18,6 +20,11 @@ class Interest:
     can_be_prefix: bool
     must_be_fresh: bool
     params_digest_ok: bool
+    name_start: int
+    name_end: int
+    digest_at: int
+    params_at: int
+    signed_end: int
     def __init__(self) -> None: ...
     @property
     def signed_regions(self) -> list[tuple[int, int]] | None: ...
@@ -26,12 +33,12 @@ def encode_interest(buf: WBuf | None, off: int, name: Buf, *, can_be_prefix: boo
                     must_be_fresh: bool = ..., forwarding_hint: list[Buf] | None = ...,
                     nonce: int | None = ..., lifetime_ms: int | None = ...,
                     hop_limit: int | None = ..., app_params: Buf | None = ...,
-                    signer: _Signer | None = ..., sig_nonce: Buf | None = ...,
+                    signer: Signer | None = ..., sig_nonce: Buf | None = ...,
                     sig_time_ms: int | None = ..., sig_seq: int | None = ...) -> int: ...
 def encode(name: Buf | str, *, can_be_prefix: bool = ..., must_be_fresh: bool = ...,
            forwarding_hint: list[Buf] | None = ..., nonce: int | None = ...,
            lifetime_ms: int | None = ..., hop_limit: int | None = ...,
-           app_params: Buf | None = ..., signer: _Signer | None = ...,
+           app_params: Buf | None = ..., signer: Signer | None = ...,
            sig_nonce: Buf | None = ..., sig_time_ms: int | None = ...,
            sig_seq: int | None = ...) -> bytes: ...
 def decode_interest(buf: Buf, into: Interest | None = None) -> Interest: ...

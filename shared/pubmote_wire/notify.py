@@ -7,7 +7,7 @@ from .compat import const
 from .errors import DecodeError
 from .interest import _encode, decode_interest
 from .namewire import comp_end, walk
-from .signature import _DIGEST
+from .signature import DIGEST
 from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
@@ -23,7 +23,6 @@ _NAME = const(0x07)
 NOTIFY = b"\x08\x06notify"
 MSG = b"\x08\x03msg"
 DEFAULT_LIFETIME_MS = const(4000)
-DIGEST = _DIGEST  # one shared DigestSigner
 
 
 # /<topic>/notify (without the ParametersSha256Digest the Interest adds).
@@ -175,9 +174,9 @@ def parse_notify_interest(buf, into=None):
 # The same from an Interest already decoded from buf (a forwarder decodes every Interest
 # once to route it: no second decode for the notifies among them).
 def notify_parts(i, buf):
-    ns = i._ns
-    dp = i._dp
-    if i.app_params is None or dp != i._ne - 34:
+    ns = i.name_start
+    dp = i.digest_at
+    if i.app_params is None or dp != i.name_end - 34:
         raise DecodeError("not a notify Interest")
     # Find the component just before the digest: it must be the generic "notify".
     p = ns

@@ -1,6 +1,7 @@
-# NDN signatures the codec can make and check itself: DigestSha256 and HmacWithSha256
-# (HmacSigner in hmac256.py, loaded only where a key is used). Every hash is fed region by
-# region from a memoryview so signing copies nothing.
+# NDN signatures the codec can make itself: the signature types, (Interest)SignatureInfo
+# written and parsed, the signers' base and DigestSha256. HmacSigner (hmac256.py) and the
+# checking of signatures (verify.py) are loaded only where they are used. Every hash is fed
+# region by region from a memoryview so signing copies nothing.
 from .compat import const, sha256
 from .errors import DecodeError
 from .namewire import walk
@@ -45,7 +46,10 @@ def _nonce_tlv(v):
     return nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tl_size(_SIG_NONCE, len(v))
 
 
-class _Signer:
+class Signer:
+    """A signer: sig_type, sig_len and key_name (a Name, or None) set by the subclass,
+    which hashes with _begin() -> hash object and _end(hash) -> signature bytes."""
+
     def _info_len(self, sig_nonce, sig_time_ms, sig_seq):
         n = 3
         if self.key_name is not None:
@@ -99,7 +103,7 @@ class _Signer:
 
 
 # DigestSha256: the signature is the SHA-256 of the signed portion.
-class DigestSigner(_Signer):
+class DigestSigner(Signer):
 
     def __init__(self):
         self.sig_type = DIGEST_SHA256
@@ -113,38 +117,7 @@ class DigestSigner(_Signer):
         return h.digest()
 
 
-_DIGEST = DigestSigner()
-_HMAC = [None, None]  # the last HMAC key and its signer: its pads are computed once
-
-
-def _signer(sig_type, sig_value, key):
-    if sig_value is None:
-        return None
-    if sig_type == DIGEST_SHA256:
-        return _DIGEST
-    if sig_type != HMAC_SHA256 or key is None:
-        return None
-    if _HMAC[0] != key:
-        from .hmac256 import HmacSigner
-
-        _HMAC[1] = HmacSigner(key)
-        _HMAC[0] = bytes(key)
-    return _HMAC[1]
-
-
-# Check a DigestSha256 or HmacWithSha256 signature over regions of buf; other
-# types (and HMAC without a key) give False: this codec cannot check them.
-def verify(sig_type, sig_value, buf, regions, key=None):
-    s = _signer(sig_type, sig_value, key)
-    return s is not None and equal(s.sign(buf, *regions), sig_value)
-
-
-# verify() over one or two regions of buf (s1 < 0: one), the decoders' path: no lists.
-def verify2(sig_type, sig_value, buf, s0, e0, s1, e1, key=None):
-    s = _signer(sig_type, sig_value, key)
-    return s is not None and equal(s.sign2(memoryview(buf), s0, e0, s1, e1), sig_value)
-
-
+DIGEST = DigestSigner()  # one is enough: it holds no state
 # Parse a (Interest)SignatureInfo value buf[p:e] with the TLVReader q into
 # obj.sig_type, sig_key_name, sig_nonce, sig_time_ms, sig_seq. strict=False skips
 # unknown critical elements, as python-ndn does for Data (v0.2 types had their own).

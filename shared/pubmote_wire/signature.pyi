@@ -2,9 +2,11 @@
 DIGEST_SHA256: int
 HMAC_SHA256: int
 
-class _Signer:
+class Signer:
     sig_type: int
     sig_len: int
 
-class DigestSigner(_Signer):
+class DigestSigner(Signer):
     def __init__(self) -> None: ...
+
+DIGEST: DigestSigner

@@ -1,13 +1,11 @@
-# nanomsg/nng scalability protocols over TCP (SP-TCP): the 8-byte header, u64-length
-# messages, and (from subfilter.py) the NN_SUB prefix filter with nanomsg's semantics: the
-# nanomsg-style prefix filters every pubmote subscription uses.
+# nanomsg/nng scalability protocols over TCP (SP-TCP): the 8-byte header and u64-length
+# messages. (The NN_SUB prefix filter every pubmote subscription uses is subfilter.py.)
 # Header: 00 'S' 'P' 00 | protocol u16 BE | 00 00. Message: u64 BE length | body.
 # Described, with example bytes and the filter rule: docs/protocols/filters.md.
 from struct import pack, pack_into
 
 from .compat import const
 from .errors import DecodeError, EncodeError, NeedMore
-from .subfilter import SubFilter  # noqa: F401 - sp.SubFilter, as before the split
 
 PAIR = const(0x10)
 PUB = const(0x20)

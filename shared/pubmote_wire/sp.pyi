@@ -1,6 +1,5 @@
 # Types of pubmote_wire.sp (SP over TCP) for the host's type checks.
 from pubmote_wire._types import Buf, WBuf
-from pubmote_wire.subfilter import SubFilter as SubFilter
 
 PAIR: int
 PUB: int

@@ -1,15 +1,22 @@
 """The host package's folders are its layers, and stay so: every import in host/pubmote
 (module level, inside functions and under TYPE_CHECKING alike) points down the layers,
-no modules import each other in a cycle, argparse lives only in the CLI, and no module
-outgrows what one reader holds in their head."""
+argparse lives only in the CLI; the codec (shared/pubmote_wire) imports nothing of the
+board or the host, the board's node (firmware/pubmote_node) nothing of the host; no
+modules of the three import each other in a cycle, and no module in host/, shared/ or
+firmware/ outgrows what one reader holds in their head."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-HOST = Path(__file__).resolve().parents[2] / "host"
+ROOT = Path(__file__).resolve().parents[2]
+HOST = ROOT / "host"
 PACKAGE = HOST / "pubmote"
+# the packages whose imports are walked: the host's, the codec's, the board's node's
+PACKAGES = (PACKAGE, ROOT / "shared" / "pubmote_wire", ROOT / "firmware" / "pubmote_node")
+# the folders whose every Python file the size limit covers
+SIZED = (HOST, ROOT / "shared", ROOT / "firmware")
 MAX_LINES = 600
 
 # what each layer may import of pubmote besides itself (docs/architecture.md); the root
@@ -29,15 +36,16 @@ ALLOWED = {
 CLI_ONLY = {"argparse"}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(HOST).with_suffix("").parts)
+def module_name(path: Path, base: Path = HOST) -> str:
+    parts = list(path.relative_to(base).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    """Every module of the three packages, by its dotted name."""
+    return {module_name(p, pkg.parent): p for pkg in PACKAGES for p in sorted(pkg.rglob("*.py"))}
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
@@ -75,10 +83,32 @@ def layer(mod: str) -> str | None:
 def test_the_walk_sees_every_layer_and_real_imports() -> None:
     g = graph()
     assert {layer(m) for m in g} - {None} == set(ALLOWED) | {"__main__"}
-    # a known edge of each kind: absolute, `from package import module`, lazy in a function
+    assert {m.split(".")[0] for m in g} == {"pubmote", "pubmote_wire", "pubmote_node"}
+    # a known edge of each kind: absolute, `from package import module`, lazy in a function,
+    # relative (`from . import x`, `from .x import y`)
     assert "pubmote.core.forwarder" in g["pubmote.core.hub_base"]
     assert "pubmote.dht.bencode" in g["pubmote.dht.krpc"]
     assert "pubmote.gateway.bridge" in g["pubmote.cli.bridge"]
+    assert "pubmote_wire.data" in g["pubmote_wire.notify"]
+    assert "pubmote_wire.tlv" in g["pubmote_wire.interest"]
+    assert "pubmote_node.face" in g["pubmote_node.node"]
+    assert "pubmote_wire.interest" in g["pubmote_node.face"]
+
+
+def test_the_codec_and_the_node_stand_alone() -> None:
+    # what runs on a board imports nothing of the host, and the codec nothing of the board
+    below = {"pubmote_wire": {"pubmote_wire"}, "pubmote_node": {"pubmote_node", "pubmote_wire"}}
+    ours = {"pubmote", "pubmote_wire", "pubmote_node"}
+    wrong = []
+    for mod, deps in graph().items():
+        own = mod.split(".")[0]
+        if own not in below:
+            continue
+        for dep in deps:
+            top = dep.split(".")[0]
+            if top in ours and top not in below[own]:
+                wrong.append("%s imports %s" % (mod, dep))
+    assert wrong == []
 
 
 def test_imports_point_down_the_layers() -> None:
@@ -150,5 +180,8 @@ def test_the_cycle_check_finds_cycles(tmp_path: Path) -> None:
         ["v"], ["x", "y", "z"]]
     assert find_cycles({"x": {"y"}, "y": {"z"}, "w": {"x", "z"}, "z": set()}) == []
 def test_no_module_over_the_size_limit() -> None:
-    sizes = {m: len(p.read_text().splitlines()) for m, p in modules().items()}
+    files = [p for d in SIZED for p in sorted(d.rglob("*.py"))]
+    assert any(p.parent.name == "pubmote_wire" for p in files)
+    assert any(p.parent.name == "pubmote_node" for p in files)
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in files}
     assert {m: n for m, n in sizes.items() if n > MAX_LINES} == {}

@@ -374,7 +374,7 @@ def fuzz_framing(data):
         for p in d.feed(c):
             assert len(p) <= d.max_frame
             got += 1
-        assert len(d._buf) == d.max_frame + 2 and d._len <= len(d._buf)
+        assert len(d.buf) == d.max_frame + 2 and d._len <= len(d.buf)
     assert got == d.frames_ok
     # Whatever came before, a frame resynchronises the decoder (its leading 00).
     assert d.feed(framing.encode(b"resync"))[-1:] == [b"resync"]

@@ -120,6 +120,15 @@ def test_truncations_of_vectors():
         assert raises(DecodeError, dd.decode_data, w + b"\x00")
 
 
+def test_packet_type_constant():
+    # the codec names the Data's TLV type, and decodes only that type as a Data
+    assert dd.DATA == 0x06
+    for content in (None, b"", b"x" * 300):
+        w = dd.encode(b"\x08\x01a", content)
+        assert w[0] == dd.DATA
+        assert raises(DecodeError, dd.decode_data, bytes([dd.DATA - 1]) + w[1:])
+
+
 if __name__ == "__main__":
     import runner
 

@@ -179,13 +179,13 @@ def test_malformed_frames_counted():
 
 def test_oversize_discarded_and_bounded():
     d = framing.FrameDecoder(max_frame=16)
-    size = len(d._buf)
+    size = len(d.buf)
     ok = bytes(range(1, 17))
     stream = framing.encode(bytes(17)) + framing.encode(ok) + framing.encode(b"\x01" * 500)
     stream += framing.encode(b"x")
     assert d.feed(stream) == [ok, b"x"]
     assert d.frames_oversize == 2
-    assert len(d._buf) == size
+    assert len(d.buf) == size
     assert d.bytes_discarded > 500
 
 
@@ -198,8 +198,8 @@ def test_small_start_grows_once_for_a_bigger_frame():
     big = [bytes(range(200)) + b"\x00\x00" + b"\x07" * 97, b"\x05" * 298, b"\x00" * 298]
     stream = b"".join(framing.encode(p) for p in small)
     d = framing.FrameDecoder(max_frame=300, bytewise=True, start=16)
-    assert len(d._buf) == 18
-    assert d.feed(stream) == small and len(d._buf) == 18
+    assert len(d.buf) == 18
+    assert d.feed(stream) == small and len(d.buf) == 18
     for p in big:
         d2 = framing.FrameDecoder(max_frame=300, bytewise=True, start=16)
         f = framing.encode(p)
@@ -207,10 +207,10 @@ def test_small_start_grows_once_for_a_bigger_frame():
         got = []
         for i in range(0, len(f), 7):
             got += d2.feed(f[i : i + 7])
-        assert got == [p] and len(d2._buf) == 302
+        assert got == [p] and len(d2.buf) == 302
     stream += framing.encode(big[0]) + framing.encode(b"\x09" * 301) + framing.encode(b"end")
     got = d.feed(stream)
-    assert got == small + [big[0], b"end"] and len(d._buf) == 302
+    assert got == small + [big[0], b"end"] and len(d.buf) == 302
     assert d.frames_oversize == 1
     full = framing.FrameDecoder(max_frame=300, bytewise=True)
     assert full.feed(stream) == got

@@ -139,6 +139,35 @@ def test_malformed_table():
         assert raises(DecodeError, ii.decode_interest, unhex(hx)), hx
 
 
+def test_packet_type_constant():
+    # the codec names the Interest's TLV type, and decodes only that type as an Interest
+    assert ii.INTEREST == 0x05
+    for kw in ({}, {"nonce": 1}, {"app_params": b"p"}, {"signer": DigestSigner()}):
+        w = ii.encode(AB, **kw)
+        assert w[0] == ii.INTEREST
+        assert raises(DecodeError, ii.decode_interest, bytes([ii.INTEREST + 1]) + w[1:])
+
+
+def test_where_the_parts_are():
+    # the decoded Interest says where its parts are in the input (-1: absent), so its
+    # signature and digest are checked in place
+    i = ii.decode_interest(ii.encode(AB, nonce=1))
+    w = ii.encode(AB, nonce=1)
+    assert bytes(w[i.name_start : i.name_end]) == AB
+    assert (i.digest_at, i.params_at, i.signed_end) == (-1, -1, -1)
+    for kw in ({"app_params": b"pp"}, {"signer": DigestSigner(), "app_params": b"q"},
+               {"signer": HmacSigner(KEY, AB)}):
+        w = ii.encode(AB, nonce=1, **kw)
+        i = ii.decode_interest(w)
+        assert bytes(w[i.name_start : i.digest_at]) == AB
+        assert w[i.digest_at] == 2 and w[i.digest_at + 1] == 32 and i.digest_at + 34 == i.name_end
+        assert w[i.params_at] == 0x24
+        if "signer" in kw:
+            assert w[i.signed_end] == 0x2E  # InterestSignatureValue follows
+        else:
+            assert i.signed_end == -1
+
+
 def test_truncations_of_vectors():
     v = vectors.ndn_notify()
     for label in ("notify Interest", "msg Interest"):

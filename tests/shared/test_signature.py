@@ -1,9 +1,10 @@
-# Tests of pubmote_wire.signature: HMAC-SHA256 (RFC 4231), signers, SignatureInfo bytes.
+# Tests of pubmote_wire.signature and verify: HMAC-SHA256 (RFC 4231), signers, SignatureInfo bytes.
 from pubmote_wire import hmac256
 from pubmote_wire import signature as sig
 from pubmote_wire.compat import sha256
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.tlv import TLVReader
+from pubmote_wire.verify import verify
 from runner import hexs, raises, unhex
 
 _AA = b"\xaa" * 131
@@ -35,9 +36,9 @@ def test_hmac_rfc4231():
         n = len(data)
         assert hexs(s.sign(buf, (2, 5), (5, 2 + n))) == want
         assert hexs(s.sign2(memoryview(buf), 2, 2 + n, -1, -1)) == want
-        assert sig.verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 2 + n)], key)
-        assert not sig.verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 1 + n)], key)
-        assert not sig.verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 2 + n)])
+        assert verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 2 + n)], key)
+        assert not verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 1 + n)], key)
+        assert not verify(sig.HMAC_SHA256, unhex(want), buf, [(2, 2 + n)])
 
 
 def test_digest_signer():
@@ -46,10 +47,10 @@ def test_digest_signer():
     buf = b"abcdef"
     d = s.sign(buf, (0, 2), (4, 6))
     assert d == sha256(b"abef").digest()
-    assert sig.verify(sig.DIGEST_SHA256, d, buf, [(0, 2), (4, 6)])
-    assert not sig.verify(sig.DIGEST_SHA256, d, buf, [(0, 6)])
-    assert not sig.verify(sig.ED25519, d, buf, [(0, 2), (4, 6)])
-    assert not sig.verify(sig.DIGEST_SHA256, None, buf, [(0, 2)])
+    assert verify(sig.DIGEST_SHA256, d, buf, [(0, 2), (4, 6)])
+    assert not verify(sig.DIGEST_SHA256, d, buf, [(0, 6)])
+    assert not verify(sig.ED25519, d, buf, [(0, 2), (4, 6)])
+    assert not verify(sig.DIGEST_SHA256, None, buf, [(0, 2)])
 
 
 def test_constants():

@@ -14,19 +14,24 @@ def live():
     return gc.mem_alloc()
 
 
+def in_flight(node):
+    # an Interest awaiting its Data (a fetch, a keepalive registration) or a publish
+    # awaiting its ack (an NDN notify's or a link batch record's)
+    c = node.counters
+    return (node.exchange.pending
+            or c["published"] - c["acked"] - c["publish_failed"] > 0)
+
+
 async def settled(node):
     # live heap once the board is quiet (the last message acked, no keepalive or bridge
     # retry in flight): two readings 200 ms apart that agree, with nothing in flight at
     # either (on a loaded machine a round trip can outlast 200 ms). What the node keeps,
     # not what it holds while handling a message (the "handling" rows)
     last = live()
-    b = node._batch
     for _ in range(40):
         await asyncio.sleep_ms(200)
         now = live()
-        # in flight: an Interest awaiting its Data (a fetch, a keepalive registration) or
-        # a publish awaiting its ack
-        if now == last and not (node._pending or node._soft or (b is not None and b._state)):
+        if now == last and not in_flight(node):
             break
         last = now
     return last
@@ -80,14 +85,14 @@ async def main(node):
     print("BENCH heap.after_recv_busy %d" % live())
     print("BENCH heap.after_recv %d" % await settled(node))
     print("BENCH recv.queued %d" % sub.pending())
-    print("BENCH recv.pending %d" % len(node._pending))
+    print("BENCH recv.pending %d" % len(node.exchange.pending))
     await asyncio.sleep(5)  # past a keepalive: what stays, not what a round trip holds
     print("BENCH heap.after_recv_late %d" % await settled(node))
     s = node.stats()
     # the node's packet buffers start small and grow at the first bigger packet: whether
     # this run's packets made them grow (the heap rows above hold them either way)
-    print("BENCH buf.tx %d" % len(node._tx))
-    print("BENCH buf.rx_frame %d" % len(node._dec._buf))
+    print("BENCH buf.tx %d" % len(node.exchange.tx))
+    print("BENCH buf.rx_frame %d" % len(node.port.decoder.buf))
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
     print("BENCH node.nacks %d" % s["nacks"])

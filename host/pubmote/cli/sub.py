@@ -87,6 +87,7 @@ def format_line(body: bytes, as_json: bool) -> str:
 async def _sub(args: argparse.Namespace) -> int:
     from pubmote.faces.sp import parse_url
     from pubmote_wire import sp
+    from pubmote_wire.subfilter import SubFilter
 
     kind, where = parse_url(args.url)
     if kind == "ipc":
@@ -94,7 +95,7 @@ async def _sub(args: argparse.Namespace) -> int:
     else:
         reader, writer = await asyncio.open_connection(*where)
     writer.write(sp.header(sp.SUB))
-    filt = sp.SubFilter()
+    filt = SubFilter()
     for p in args.prefix or [""]:
         filt.subscribe(p.encode())
     dec = sp.MsgDecoder(expect_header=sp.peer_of(sp.SUB))

@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any, ClassVar, Protocol
 
 from pubmote.core.messages import Message
-from pubmote_wire import sp
+from pubmote_wire.subfilter import SubFilter
 
 
 class HubFace(Protocol):
@@ -39,7 +39,7 @@ class BoardState:
         self.name = name
         self.prefix = prefix
         self.face = face
-        self.filter = sp.SubFilter()
+        self.filter = SubFilter()
         self.filters: list[bytes] = []
         self.registered_at = time.time()
         self.last_seen = time.time()
@@ -57,7 +57,7 @@ class BoardState:
                          "deliver_failed": 0, "duplicates": 0}
 
     def set_filters(self, filters: list[bytes]) -> None:
-        f = sp.SubFilter()
+        f = SubFilter()
         for p in filters:
             f.subscribe(p)
         self.filter = f

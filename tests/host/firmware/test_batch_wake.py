@@ -14,24 +14,31 @@ from pubmote_wire import batch, framing
 TOPIC = "/t/b1/data"
 
 
+class _Port:
+    """What a Batcher uses of a Port; each frame's records' seqs land in `sent`."""
+
+    def __init__(self) -> None:
+        self.up = True
+        self._out = bytearray(258)
+        self.sent: list[list[int]] = []
+        self.frames = 0
+
+    async def send(self, pkt: object, framer: Any) -> None:
+        n = framer(self._out)
+        if n:
+            self.frames += 1
+            payload = framing.FrameDecoder(300).feed(bytes(self._out[:n]))[0]
+            self.sent.append([r[0] for r in batch.decode_batch(payload)[1]])
+
+
 class _Node:
-    """What a Batcher uses of a Node; each frame's records' seqs land in `sent`."""
+    """What a Batcher uses of a Node."""
 
     def __init__(self) -> None:
         self.config: dict[str, Any] = {"retries": 2}
         self.counters = {"soft_full": 0, "published": 0, "acked": 0, "publish_failed": 0}
-        self._up = True
         self.timeout_ms = 300
-        self._frame = bytearray(258)
-        self.sent: list[list[int]] = []
-        self.frames = 0
-
-    async def _send(self, pkt: object, framer: Any) -> None:
-        n = framer(self._frame)
-        if n:
-            self.frames += 1
-            payload = framing.FrameDecoder(300).feed(bytes(self._frame[:n]))[0]
-            self.sent.append([r[0] for r in batch.decode_batch(payload)[1]])
+        self.port = _Port()
 
 
 def _acks(b: Batcher, seqs: list[int]) -> bytes:
@@ -52,8 +59,8 @@ def test_partial_acks_wake_only_the_acked() -> None:
         b = Batcher(node)
         node.timeout_ms = 5000  # no retry in this test
         tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(4)]
-        await _until(lambda: node.sent)
-        assert node.sent == [[0, 1, 2, 3]]  # one buffer, one frame
+        await _until(lambda: node.port.sent)
+        assert node.port.sent == [[0, 1, 2, 3]]  # one buffer, one frame
         b.on_acks(_acks(b, [0, 2]))  # part of the buffer
         await _until(lambda: tasks[0].done() and tasks[2].done())
         assert tasks[0].result() is True and tasks[2].result() is True
@@ -65,7 +72,7 @@ def test_partial_acks_wake_only_the_acked() -> None:
         b.on_acks(_acks(b, [1, 3]))
         assert await asyncio.gather(tasks[1], tasks[3]) == [True, True]
         assert node.counters["acked"] == 4 and not b._state
-        assert node.frames == 1
+        assert node.port.frames == 1
 
     asyncio.run(main())
 
@@ -75,11 +82,11 @@ def test_unacked_record_is_sent_again_and_acked() -> None:
         node = _Node()
         b = Batcher(node)
         tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(2)]
-        await _until(lambda: node.sent)
+        await _until(lambda: node.port.sent)
         b.on_acks(_acks(b, [0]))  # seq 1's ack is lost
         assert await tasks[0] is True
-        await _until(lambda: len(node.sent) == 2)  # the ticker timed it out: sent again
-        assert node.sent[1] == [1]
+        await _until(lambda: len(node.port.sent) == 2)  # the ticker timed it out: sent again
+        assert node.port.sent[1] == [1]
         b.on_acks(_acks(b, [1]))
         assert await tasks[1] is True
         assert node.counters["publish_failed"] == 0 and node.counters["acked"] == 2
@@ -92,7 +99,7 @@ def test_no_ack_ever_fails_after_the_retries() -> None:
         node = _Node()
         b = Batcher(node)
         assert await b.publish(TOPIC, b"lost") is False
-        assert node.sent == [[0], [0], [0]]  # first send and two retries
+        assert node.port.sent == [[0], [0], [0]]  # first send and two retries
         assert node.counters["publish_failed"] == 1 and not b._state
 
     asyncio.run(main())

@@ -23,8 +23,9 @@ from e2e import (
     sp_connected,
     wait_until,
 )
-from pubmote_wire import name, notify, sp
+from pubmote_wire import name, notify
 from pubmote_wire.errors import DecodeError
+from pubmote_wire.subfilter import SubFilter
 
 
 def _urls() -> dict[str, list[str]]:
@@ -172,7 +173,7 @@ def test_filter_semantics_end_to_end(tmp_path: Path) -> None:
                     await wait_until(lambda: sorted(board.filters) == sorted(want_filters),
                                      10, "filters %r at the bridge" % want_filters)
                     before = board.counters["delivered"]
-                    want = sp.SubFilter()
+                    want = SubFilter()
                     for f in want_filters:
                         want.subscribe(f)
                     n = sum(1 for line in send if want.matches(line))

@@ -26,11 +26,11 @@ def _mixed(frames: list[bytes], noise: list[bytes]) -> list[bytes]:
 @given(CHUNKS)
 def test_frame_decoder_random_chunks(chunks: list[bytes]) -> None:
     d = framing.FrameDecoder(max_frame=64)
-    size = len(d._buf)
+    size = len(d.buf)
     for c in chunks:
         for p in d.feed(c):
             assert len(p) <= 64
-    assert len(d._buf) == size
+    assert len(d.buf) == size
 
 
 @SETTINGS

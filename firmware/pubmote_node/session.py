@@ -1,0 +1,185 @@
+# The board's session with its bridge: open the link (joining WiFi first where it needs
+# it), register and keep registering (a keepalive, and at once when the filters change),
+# take the gateway's clock, and reopen the link after any fault, for ever.
+import asyncio
+
+from pubmote_wire.compat import const
+
+from .face import wait_ms
+
+# registrations missed in a row before the board counts itself not connected (and tries
+# every _RETRY_MS), and before it takes the bridge for gone (restarted, or the cable
+# pulled) and reopens the link
+_UNCONNECTED_AFTER = const(2)
+_GONE_AFTER = const(6)
+_RETRY_MS = const(500)
+_KEEPALIVE_MS = const(3000)  # config "keepalive_ms" overrides it
+_BACKOFF_MS = const(200)  # the first pause after the link failed to open ...
+_BACKOFF_MAX_MS = const(5000)  # ... doubling up to this
+
+
+class Session:
+    """run() keeps the node registered with its bridge. connected, gateway (the bridge's
+    name), batch (the link batches, once a bridge takes them) and now_ms() (the gateway's
+    clock) say what it learnt; set wake to register again at once.
+
+    What it uses of the node: name, prefix, config, counters, timeout_ms, port, exchange
+    and filters(); served is the node's list of (name prefix, handler) it registers too."""
+
+    def __init__(self, node, on_packet, served, signer, key, wlan):
+        from pubmote_wire.rand import urandom
+
+        self._node = node
+        self._on_packet = on_packet
+        self._served = served
+        self._signer = signer
+        self._key = key
+        self.wake = asyncio.Event()
+        self.connected = False
+        self.gateway = None
+        self.batch = None
+        self._clock_offset_ms = 0  # set from the gateway's clock at registration
+        # drawn once per start-up and sent with every registration: the bridge tells a
+        # restarted board (which lost what it was given, e.g. retained last values) from a
+        # re-registering one
+        self._boot = int.from_bytes(urandom(3), "big")
+        # WiFi (tcp/udp links with an ssid): joined before the link opens, rejoined when
+        # lost; wifi.py is imported only then, network.WLAN only on a board
+        self.wifi = None
+        config = node.config
+        if config.get("ssid") and config.get("link") in ("tcp", "udp"):
+            from . import wifi
+
+            self.wifi = wifi.from_config(config, wlan)
+
+    def now_ms(self):
+        """Milliseconds since 1970 by the gateway's clock (boards may have none)."""
+        return _local_ms() + self._clock_offset_ms
+
+    async def run(self):
+        """Keep the link up forever: open, register, keep alive, reopen on any fault."""
+        node = self._node
+        port = node.port
+        backoff_ms = _BACKOFF_MS
+        while True:
+            link = port.link
+            if link is None:
+                link = _make_link(node.config)
+            try:
+                if self.wifi is not None:
+                    await self.wifi.ensure()  # no address, no link: join first
+                await port.open(link)
+            except OSError:
+                await asyncio.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, _BACKOFF_MAX_MS)
+                continue
+            backoff_ms = _BACKOFF_MS
+            reader = asyncio.create_task(port.read_loop(self._on_packet, self.wake))
+            try:
+                await self._keep_registered()
+            except OSError:
+                pass
+            except Exception as e:  # noqa: BLE001 - a bug must not end the board's link for good
+                node.counters["errors"] += 1
+                _log_exception(e)
+            finally:
+                self.connected = False
+                reader.cancel()
+                port.close()
+                node.exchange.fail_all()  # their waits end now, as failed
+                node.counters["reconnects"] += 1
+            await asyncio.sleep(0.2)
+
+    async def _keep_registered(self):
+        # register, then again when woken (filters changed, the bridge's hello) and as a
+        # keepalive. Two missed answers in a row: not connected, and a try every 0.5 s; six:
+        # the bridge is gone, and the link is reopened (OSError)
+        missed = 0
+        port = self._node.port
+        while port.up:
+            if await self._register():
+                missed = 0
+                self.connected = True
+            else:
+                missed += 1
+                if missed >= _UNCONNECTED_AFTER:
+                    self.connected = False
+                if missed >= _GONE_AFTER:
+                    raise OSError("bridge not answering")
+            self.wake.clear()
+            await wait_ms(self.wake, self._node.config.get("keepalive_ms", _KEEPALIVE_MS)
+                          if self.connected else _RETRY_MS)
+
+    async def _register(self):
+        # its imports here, not as module globals (each a board's heap): it runs once every
+        # few seconds
+        from pubmote_wire import control, name
+        from pubmote_wire.errors import DecodeError
+        from pubmote_wire.rand import urandom
+
+        node = self._node
+        key = self._key
+        batches = node.config.get("batch", True) and not key
+        params = control.register_params(node.name, name.to_uri(node.prefix), node.filters(),
+                                         [name.to_uri(p) for p, _ in self._served], batches,
+                                         self._boot)
+        ex = node.exchange
+        n = ex.encode(
+            control.encode_register, node.name.encode(), params, -1, node.timeout_ms,
+            self._signer if key else None, urandom(8) if key else None,
+            self.now_ms() if key else None)
+        p = await ex.express(n, node.timeout_ms, keep=True)
+        if p is None:
+            return False
+        node.counters["registrations"] += 1
+        _, d, pkt = p
+        try:
+            self.gateway, gw_ms, taken = control.decode_reply(d.content)
+            # link batches when both sides take them (docs/protocols/link-batch.md)
+            if batches and taken:
+                if self.batch is None:
+                    from .batch_link import Batcher
+
+                    self.batch = Batcher(node)
+                self.batch.on = True
+            elif self.batch is not None:
+                self.batch.on = False
+            if gw_ms and key:
+                from pubmote_wire.data import verify_data
+
+                if verify_data(d, pkt, key):
+                    self._clock_offset_ms = gw_ms - _local_ms()
+        except (DecodeError, AttributeError, TypeError):
+            pass
+        return True
+
+
+def _make_link(config):
+    # imported only here: a link given to Node() (a test's, or a CPython virtual board's)
+    # needs none of the board-only idioms in links. links only picks the link's module
+    # (which stays loaded): it is let go again, as the face lets lp go
+    from . import forget, links
+
+    link = links.from_config(config)
+    forget("pubmote_node.links")
+    return link
+
+
+def _local_ms():
+    import time
+
+    try:
+        return time.time_ns() // 1000000
+    except AttributeError:
+        return int(time.time() * 1000)
+
+
+def _log_exception(e):
+    import sys
+
+    if hasattr(sys, "print_exception"):
+        sys.print_exception(e)
+    else:  # CPython
+        import traceback
+
+        traceback.print_exception(e)

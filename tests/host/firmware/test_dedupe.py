@@ -1,0 +1,96 @@
+"""The board's duplicate-notify memory (the ring in firmware/pubmote_node/subscriber.py, on
+CPython): the last 32 (publisher, NotifyNonce) pairs in fixed slots, bounded, exact per
+pair, one copy of each publisher a slot still names."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from pubmote_node.subscriber import new_ring, ring_remember, ring_seen
+
+SLOTS = 32
+SIZE = SLOTS * 10 + 1  # the slots and the next slot's number
+
+
+def test_remembers_pairs_exactly_and_forgets_the_oldest() -> None:
+    ring = new_ring()
+    a, b = b"\x08\x01a", b"\x08\x01b"
+    for i in range(40):
+        ring_remember(ring, bytes(a), b"%04d" % i)
+    slots, publishers = ring
+    assert len(slots) == SIZE  # fixed slots: the memory does not grow
+    assert ring_seen(ring, a, b"0039") and ring_seen(ring, a, b"0008")
+    assert not ring_seen(ring, a, b"0007")  # the oldest 8 are gone
+    assert not ring_seen(ring, b, b"0039")  # same nonce, other publisher: a new message
+    assert not ring_seen(ring, a, b"039") and not ring_seen(ring, a, b"00390")  # exact length
+    assert publishers == [a]  # one copy of the publisher's name
+
+
+def test_an_empty_ring_has_seen_nothing() -> None:
+    ring = new_ring()
+    for nonce in (b"", b"\x00", b"\xff" * 8, b"\xff" * 9):
+        assert not ring_seen(ring, b"\x08\x01a", nonce)
+
+
+def test_forgotten_publishers_free_their_place() -> None:
+    ring = new_ring()
+    for i in range(100):  # a new publisher for every message
+        ring_remember(ring, b"\x08\x02p%d" % (i % 10) if i < 10 else b"\x08\x03q%02d" % i,
+                      b"nonc")
+    assert len(ring[1]) <= SLOTS
+    assert ring_seen(ring, b"\x08\x03q99", b"nonc") and ring_seen(ring, b"\x08\x03q68", b"nonc")
+    assert not ring_seen(ring, b"\x08\x03q67", b"nonc")
+    assert not ring_seen(ring, b"\x08\x02p9", b"nonc")
+
+
+def test_long_nonces_are_told_apart() -> None:
+    ring = new_ring()
+    a = b"\x08\x01a"
+    ring_remember(ring, a, b"0123456789abcdef-1")
+    assert ring_seen(ring, a, b"0123456789abcdef-1")
+    assert not ring_seen(ring, a, b"0123456789abcdef-2")  # same first 8 bytes, other nonce
+
+
+def test_matches_a_model_of_the_last_32_pairs() -> None:
+    # random publishers and nonces of every length around the 8 bytes a slot keeps: the
+    # ring answers as the list of the last 32 pairs remembered does, and stays bounded
+    rnd = random.Random(7)
+    pubs = [b"\x08\x02p" + bytes([k]) for k in range(40)]
+    ring = new_ring()
+    model: list[tuple[bytes, bytes]] = []
+    for _ in range(3000):
+        pub = rnd.choice(pubs[: rnd.choice((2, 10, 40))])
+        nonce = bytes(rnd.randrange(4) for _ in range(rnd.choice((0, 1, 4, 7, 8, 9, 16))))
+        assert ring_seen(ring, pub, nonce) == ((pub, nonce) in model[-SLOTS:])
+        if rnd.random() < 0.7:
+            ring_remember(ring, pub, nonce)
+            model.append((pub, nonce))
+        assert len(ring[0]) == SIZE and len(ring[1]) <= SLOTS
+
+
+def test_the_same_answers_on_the_micropython_unix_port() -> None:
+    # the board runs the ring on MicroPython: the same pairs give the same answers there
+    code = """
+from pubmote_node.subscriber import new_ring, ring_remember, ring_seen
+ring = new_ring()
+out = []
+for i in range(300):
+    pub = b"\\x08\\x02p" + bytes([i * 7 % 13])
+    nonce = bytes([i * 5 % 3]) * (i % 11)
+    out.append("1" if ring_seen(ring, pub, nonce) else "0")
+    if i % 3:
+        ring_remember(ring, pub, nonce)
+print("".join(out), len(ring[0]), len(ring[1]))
+"""
+    root = Path(__file__).resolve().parents[3]
+    exe = str(Path(sys.executable).parent / "micropython")
+    env = dict(os.environ, MICROPYPATH=".frozen:%s:%s" % (root / "firmware", root / "shared"))
+    p = subprocess.run([exe, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True).stdout
+    assert p.stdout == here and "1" in here and "0" in here, (p.stdout, here)
