@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pubmote import __version__
 
@@ -28,6 +28,19 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, message, self.prog))
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # an option typed by a kind (cli/kinds.py): its reason, with the option and the
+        # value, instead of argparse's "invalid <type> value"
+        if getattr(action.type, "kind_check", False):
+            from pubmote.cli.kinds import KindError, flag_name, show
+
+            try:
+                return action.type(arg_string)  # type: ignore[misc,operator]
+            except KindError as e:
+                raise argparse.ArgumentError(None, "%s %s: %s" % (
+                    flag_name(action), show(arg_string), e)) from None
+        return super()._get_value(action, arg_string)
 
 
 def build_parser() -> argparse.ArgumentParser:

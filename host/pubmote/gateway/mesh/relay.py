@@ -431,7 +431,7 @@ def mesh_enabled(cfg: dict[str, Any]) -> bool:
 
 async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
     """A started GatewayMesh from the bridge's config (mesh_listen, mesh_peer, realm,
-    realm_member, mesh_key_file, mesh_topics, mesh_out_queue; the gateway name is
+    realm_member, mesh_key_file, mesh_topic, mesh_out_queue; the gateway name is
     `gateway`)."""
     def listed(v: Any) -> list[str]:
         return [v] if isinstance(v, str) else [str(x) for x in (v or [])]
@@ -466,7 +466,7 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
     host = Host(key, listen_addrs=listed(cfg.get("mesh_listen")),
                 config=HostConfig(backoff=Backoff(base_s=0.2, cap_s=PEER_BACKOFF_CAP_S)))
     gm = GatewayMesh(hub, name=name, realm=realm, host=host, gossip_config=GossipConfig(),
-                     peers=peers, roots=check_roots(listed(cfg.get("mesh_topics")) or ["*"]),
+                     peers=peers, roots=check_roots(listed(cfg.get("mesh_topic")) or ["*"]),
                      out_queue=int(cfg.get("mesh_out_queue") or OUT_QUEUE))
     try:
         await gm.start()
