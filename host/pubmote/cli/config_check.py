@@ -60,22 +60,25 @@ def _board_link_tls(cfg: dict[str, Any]) -> None:
 
 
 def _sim_app(cfg: dict[str, Any], flags: dict[str, str]) -> None:
-    """The simulated boards' app is a module they can import: in sim_app_dir or among
-    pubmote's own (a missing one would crash every board at boot)."""
-    app = cfg.get("sim_app") or "demo"
+    app_problem(cfg.get("sim_app") or "demo", cfg.get("sim_app_dir"),
+                _where("sim_app", flags), "--sim-app-dir")
+
+
+def app_problem(app: str, app_dir: str | None, app_flag: str, dir_flag: str) -> None:
+    """ConfigError unless the simulated boards can import the app module: from app_dir
+    or among pubmote's own (a missing one would crash every board at boot)."""
     if app == "demo":
         return
     from pubmote.boards import files
 
     top = app.split(".")[0]
-    where = ([cfg["sim_app_dir"]] if cfg.get("sim_app_dir") else []) + \
-        files.micropython_path() + [str(files.firmware_dir())]
+    where = ([app_dir] if app_dir else []) + files.micropython_path() + \
+        [str(files.firmware_dir())]
     for d in where:
         base = os.path.join(os.path.expanduser(d), top)
         if os.path.isfile(base + ".py") or os.path.isfile(base + ".mpy") or \
                 os.path.isdir(base):
             return
-    raise ConfigError("%s: %r: no module %s in %s" % (
-        _where("sim_app", flags), app, top,
-        "--sim-app-dir %s" % cfg["sim_app_dir"] if cfg.get("sim_app_dir")
-        else "pubmote's apps (give --sim-app-dir DIR, the folder that holds %s.py)" % top))
+    raise ConfigError("%s %s: no module %s in %s" % (
+        app_flag, app, top, "%s %s" % (dir_flag, app_dir) if app_dir
+        else "pubmote's apps (give %s DIR, the folder that holds %s.py)" % (dir_flag, top)))

@@ -66,12 +66,44 @@ def folder_in(value: Any) -> str:
     return _path(paths.readable_folder(os.path.expanduser(v)), v)
 
 
+def cert_or_none(value: Any) -> str:
+    """A certificate, or none."""
+    if isinstance(value, str) and value.lower() == "none":
+        return value
+    return cert_in(value)
+
+
 def folder_out(value: Any) -> str:
     """A folder to write in, made when missing (with its parents)."""
     v = nonempty(value)
     if "://" in v:  # a URL Spark writes to (hdfs://, s3a://): Spark's to check
         return v
     return _path(paths.writable_folder(os.path.expanduser(v)), v)
+
+
+def micropython_tree(value: Any) -> str:
+    """A MicroPython source tree (it holds py/mpconfig.h)."""
+    v = folder_in(value)
+    if not os.path.isfile(os.path.join(os.path.expanduser(v), "py", "mpconfig.h")):
+        raise KindError("not a MicroPython source tree (no py/mpconfig.h); give a "
+                        "micropython checkout")
+    return v
+
+
+def journal_in(value: Any) -> str:
+    """The bridge's journal folder, which the pipeline compacts in place (it writes
+    .columns beside the journal files); a missing one is the caller's to judge."""
+    v = nonempty(value)
+    p = os.path.expanduser(v)
+    if "://" in v or not os.path.lexists(p):
+        return v
+    if not os.path.isdir(p):
+        raise KindError("a file, not a folder: give the folder the bridge's --journal "
+                        "writes (its files are journal-*.jsonl)")
+    why = paths.readable_folder(p) or paths.takes_new_files(p)
+    if why is not None:
+        raise KindError("%s (the pipeline writes its typed columns in it)" % why)
+    return v
 
 
 def cert_in(value: Any) -> str:

@@ -243,15 +243,18 @@ def board_config(value: Any) -> dict[str, Any]:
     return v
 
 
-def packet_hex(value: Any) -> str:
-    """A packet as hex (whitespace allowed), or - for stdin."""
+def hex_bytes(value: Any) -> str:
+    """Bytes as hex digits, whitespace allowed between them."""
     v = nonempty(value)
-    if v == "-":
-        return v
     digits = "".join(v.split())
     if len(digits) % 2 or not re.fullmatch(r"[0-9a-fA-F]*", digits):
-        raise KindError("not hex bytes (pairs of 0-9 a-f); e.g. 0505070308016100")
+        raise KindError("not hex bytes (pairs of 0-9 a-f); e.g. 0a0b0c")
     return v
+
+
+def packet_hex(value: Any) -> str:
+    """A packet as hex, or - for hex on stdin."""
+    return "-" if value == "-" else hex_bytes(value)
 
 
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -269,6 +272,36 @@ def dns_name(value: Any) -> str:
     if len(v) > 253 or not all(_LABEL.match(x) for x in labels) or labels[-1].isdigit():
         raise KindError("not a DNS name or IP address")
     return v
+
+
+def board(value: Any) -> str:
+    """A board type with a profile (boards/*.toml): what `deploy` copies pubmote to."""
+    from pubmote.boards.profiles import profile_names
+
+    v = nonempty(value)
+    if v not in profile_names():
+        raise KindError("not a board type; one of %s" % ", ".join(profile_names()))
+    return v
+
+
+def flash_board(value: Any) -> str:
+    """A board `flash` can put firmware on: a profile with a flash tool, or pico / pico_w
+    (an RP2040 with the firmware `pubmote firmware build` made)."""
+    from pubmote.boards.profiles import load_profile, profile_names
+
+    names = [n for n in profile_names() if load_profile(n)["flash"]["tool"] != "none"]
+    names += ["pico", "pico_w"]
+    if value not in names:
+        raise KindError("not a board to flash; one of %s" % ", ".join(names))
+    return str(value)
+
+
+def chip(value: Any) -> str:
+    from pubmote.boards.flash import OFFSETS
+
+    if value not in OFFSETS:
+        raise KindError("not an ESP32 variant; one of %s" % ", ".join(OFFSETS))
+    return str(value)
 
 
 # network addresses -------------------------------------------------------------------

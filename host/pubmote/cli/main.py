@@ -56,21 +56,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    run = getattr(args, "run", None)
-    if run is None:
-        parser.error("unknown command")
+    command = None
     try:
+        parser = build_parser()  # Ctrl-C may come while the commands' modules load
+        args = parser.parse_args(argv)
+        command = args.command
+        if command is None:
+            parser.print_help()
+            return 0
+        run = getattr(args, "run", None)
+        if run is None:
+            parser.error("unknown command")
         code: int = run(args)
     except KeyboardInterrupt:
         # Ctrl-C: every command stops the same way, without a traceback, with the status a
         # shell gives a program ended by SIGINT (children got the same SIGINT from the
         # terminal; a command that counts things prints its summary in its own finally)
-        print("pubmote %s: interrupted" % args.command, file=sys.stderr)
+        print("pubmote%s: interrupted" % (" " + command if command else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     return code
 
