@@ -42,11 +42,23 @@ def check(cfg: dict[str, Any]) -> None:
                 raise ConfigError("%s: expected text or a list of texts, got %r"
                                   % (_where(key, flags), value))
             try:
+                _typed(kind, item)
                 fn(item)
             except KindError as e:
                 raise ConfigError("%s: %r: %s" % (_where(key, flags), item, e)) from None
     _board_link_tls(cfg)
     _sim_app(cfg, flags)
+
+
+def _typed(kind: Any, value: Any) -> None:
+    """What the kinds accept as text from a flag is a type mistake in the TOML file: a
+    number in quotes, a JSON object in a string."""
+    name = kind if isinstance(kind, str) else kind[0]
+    if name in ("int", "port", "seconds") and isinstance(value, str):
+        raise KindError("expected a %s, not text" % (
+            "number of seconds" if name == "seconds" else "whole number"))
+    if name == "board_config" and not isinstance(value, dict):
+        raise KindError("expected a table, e.g. { period_ms = 200 }")
 
 
 def _board_link_tls(cfg: dict[str, Any]) -> None:

@@ -17,8 +17,9 @@ from pubmote.files import paths
 # checks are in cli/kinds.py): a name there, or ("int", low[, high]), ("choice", a, b...).
 # A list default makes a list key: the kind applies to each entry, one text is one entry.
 KEYS: dict[str, tuple[Any, Any, str]] = {
-    "gateway": ("gw", "name", "this gateway's name; its NDN prefix is /pubmote/gw/NAME"),
+    # name before gateway: load_config copies name over gateway, so it is checked first
     "name": (None, "name", "this gateway's name in the mesh and in addresses (= gateway)"),
+    "gateway": ("gw", "name", "this gateway's name; its NDN prefix is /pubmote/gw/NAME"),
     "serial": ([], "serial", "boards on serial ports, PORT[:BAUD]"),
     "udp": ([], "hostport", "UDP faces for WiFi boards, HOST:PORT"),
     "tcp": ([], "hostport", "TCP faces for WiFi boards, HOST:PORT"),

@@ -52,6 +52,8 @@ class Workspace:
         self.latin1.write_bytes("caf\xe9 = 1\n".encode("latin-1"))
         self.empty = root / "empty.txt"
         self.empty.write_bytes(b"")
+        self.json_array = root / "array.json"
+        self.json_array.write_text("[1, 2, 3]\n")
         self.loose = root / "loose.key"  # a key anyone may read
         self.loose.write_text("00" * 32 + "\n")
         self.loose.chmod(0o644)
@@ -118,6 +120,7 @@ def _files_in(kind: str, ws: Workspace) -> list[str]:
         "binary": [str(ws.binary)],
         "latin1": [str(ws.latin1)],
         "empty": [str(ws.empty)],
+        "json_array": [str(ws.json_array)],
         "unreadable": ws.unreadable(),
         "unwritable": list(UNWRITABLE) + [d + "/x" for d in ws.unwritable_folders()[2:]],
         "": [""],
@@ -146,7 +149,7 @@ WRONG: dict[str, Callable[[Workspace], Values]] = {
     "tls_key_in": lambda ws: _paths(ws, "", "missing", "in_missing", "folder", "binary",
                                     "empty") + [str(ws.loose)],
     "trace_in": lambda ws: _paths(ws, "", "missing", "in_missing", "folder", "unreadable",
-                                  "binary", "file", "empty"),
+                                  "binary", "file", "empty", "json_array"),
     # key files made when missing (mesh, DHT): a wrong folder, or a file that is no key
     "key_file": lambda ws: _paths(ws, "", "in_missing", "folder", "under_file", "binary",
                                   "file", "empty", "unwritable") + [str(ws.loose)],
@@ -154,9 +157,9 @@ WRONG: dict[str, Callable[[Workspace], Values]] = {
                                 "empty") + [str(ws.loose)],
     # the boards' keys (JSON): read, and written after a deploy
     "keys_json": lambda ws: _paths(ws, "", "in_missing", "folder", "under_file", "binary",
-                                   "file", "unwritable") + [str(ws.loose)],
+                                   "file", "unwritable", "json_array") + [str(ws.loose)],
     "keys_json_in": lambda ws: _paths(ws, "", "missing", "in_missing", "folder", "binary",
-                                      "file", "empty") + [str(ws.loose)],
+                                      "file", "empty", "json_array") + [str(ws.loose)],
     "file_out": lambda ws: _paths(ws, "", "in_missing", "folder", "under_file", "unwritable",
                                   "binary"),
     "folder_in": lambda ws: _paths(ws, "", "missing", "file", "under_file"),
@@ -430,9 +433,14 @@ def test_every_option_is_classified() -> None:
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file and folder under root: its mode, and a file's size and time (a folder's
+    time changes when a check tries whether it takes new files, which leaves nothing)."""
     out = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        for n in dirnames + filenames:
+        for n in dirnames:
+            p = os.path.join(dirpath, n)
+            out[os.path.relpath(p, root)] = (os.lstat(p).st_mode, 0, 0)
+        for n in filenames:
             p = os.path.join(dirpath, n)
             st = os.lstat(p)
             out[os.path.relpath(p, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
@@ -596,6 +604,28 @@ def test_the_base_command_line_is_valid(cmd: tuple[str, ...], ws: Workspace,
     parser = dict(leaf_parsers())[cmd]
     code, _out, err, _took = run_cli(_argv(cmd, base_argv(cmd, ws), parser), capsys)
     assert code == 0 or str(code).startswith("started "), (code, err)
+
+
+@pytest.mark.parametrize("cmd", sorted({p for p, k in KINDS if KINDS[(p, k)] not in
+                                        ("flag", "free")}), ids=" ".join)
+def test_the_installed_command_answers_the_same(cmd: tuple[str, ...], tmp_path: Path) -> None:
+    """The real `pubmote` executable, for the first wrong value of each command's first
+    option that takes one: the same one line and exit status 2 (what in-process capsys
+    saw is what a terminal sees)."""
+    w = Workspace(tmp_path)
+    try:
+        action = next(a for p, a in options() if p == cmd and KINDS[(p, option_id(a))]
+                      not in ("flag", "free"))
+        argv, value = cases(cmd, action, w)[0]
+        r = subprocess.run([str(Path(sys.executable).parent / "pubmote"), *argv],
+                           capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                           env=dict(os.environ, HOME=str(tmp_path / "home")))
+    finally:
+        w.close()
+    assert r.returncode == 2, (argv, r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert any(n in lines[0] for n in _names(action)) and _shows(lines[0], value), r.stderr
 
 
 def count_pairs(root: Path) -> int:
