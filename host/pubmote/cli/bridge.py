@@ -86,9 +86,11 @@ async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 6
 
     fleet = SimFleet.from_config(cfg) if cfg["sim_boards"] else None
     async with Bridge(cfg, fleet=fleet) as bridge:
+        from pubmote.gateway.status import listeners
+
         log = logging.getLogger("pubmote.bridge")
-        log.info("bridge up: gateway %s, %d faces, SP %s", cfg["gateway"],
-                 len(bridge.faces), [ep.url for ep in bridge.sp])
+        log.info("bridge up: gateway %s; %s", cfg["gateway"],
+                 ", ".join(listeners(bridge)) or "no listener, no board")
         if bridge.mesh is not None and bridge.mesh.host is not None:
             h = bridge.mesh.host
             for a in h.listen_addrs:  # tests and people read the real port from here

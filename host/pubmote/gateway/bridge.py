@@ -226,36 +226,9 @@ class Bridge:
 
     def status(self) -> str:
         """One line of counters: what --no-view logs now and then, and at exit."""
-        hub = self.hub
-        faces = self.all_faces()
-        boards = sorted(b.name for b in hub.board_infos() if b.up)
-        down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
-                for f in faces if not f.up]
-        c = hub.stats()
-        parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
-        if down:
-            parts.append("down: %s" % "; ".join(down))
-        parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (
-            c["messages"], c["bad_packets"], c["fetch_failed"],
-            sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
-        if self.link_guard is not None:
-            parts.append(self.link_guard.summary())
-        for ep in self.sp:
-            if ep.proto == sp.PUB:
-                parts.append("SP PUB %s: %d clients, %d sent in %d writes, %d dropped, "
-                             "bridge-added latency %s" % (
-                                 ep.url, ep.clients(), ep.counters["sent"],
-                                 ep.counters["writes"], ep.counters["dropped"],
-                                 ep.latency.summary()))
-            else:
-                parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
-                    ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
-        if self.journal is not None:
-            parts.append(self.journal.status_line())
-        errors = self.internal_errors()
-        if errors:
-            parts.append("internal errors %d (contained; see the log)" % errors)
-        return "; ".join(parts)
+        from pubmote.gateway.status import status_line
+
+        return status_line(self)
 
     def internal_errors(self) -> int:
         """Failures of the bridge's own code on some input (a listener, a hook, a packet

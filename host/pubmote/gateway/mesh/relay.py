@@ -137,6 +137,7 @@ class GatewayMesh:
         from pubmote.gateway.mesh.realm import PUB, Validators, gossip_topic
         from pubmote.p2p.pubsub.router import GossipSub
 
+        self.host.add_event_handler(self._on_peer_event)
         await self.host.start()
         self.gs = GossipSub(self.host, self.gossip_config)
         await self.gs.start()
@@ -161,6 +162,18 @@ class GatewayMesh:
                  ", ".join(str(a.with_p2p(str(self.host.peer_id)))
                            for a in self.host.listen_addrs) or "nothing",
                  self.realm.describe(), ", ".join(self.gs.subscriptions()))
+
+    def _on_peer_event(self, ev: Any) -> None:
+        """Peers joining and leaving, in the log (their number is in the status line)."""
+        from pubmote.p2p.host import CONNECTED, DISCONNECTED
+
+        if ev.kind == CONNECTED:
+            log.info("mesh: peer %s joined (%s, %s); %d peers", ev.peer_id,
+                     ev.connection.direction, ev.connection.remote_addr,
+                     len(self.host.connected_peers()))
+        elif ev.kind == DISCONNECTED:
+            log.info("mesh: peer %s left; %d peers", ev.peer_id,
+                     len(self.host.connected_peers()))
 
     async def close(self) -> None:
         self.hub.remove_publish_hook(self._on_publish_hook)
