@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,8 @@ from pubmote.core.addresses import parse_hostport
 from pubmote.core.tlscert import board_settings
 
 SIM_KINDS = ("unix", "pico")
+
+log = logging.getLogger("pubmote.sim")
 
 
 def network_link(cfg: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +67,7 @@ class SimFleet:
         workdir.mkdir(parents=True, exist_ok=True)
         self.kind = kind
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.kept_logs: list[str] = []  # of boards that crashed, after stop()
         self.boards: list[SimBoard] = []
         for i in range(n):
             if kind == "pico":
@@ -87,9 +94,33 @@ class SimFleet:
         for the bridge to open; the others dial its --tcp/--udp faces."""
         return [b.port for b in self.boards if b.config["link"] in ("pty", "uart")]
 
+    def crashed(self) -> dict[str, str]:
+        """port -> the last error line, for each board whose process ended by itself."""
+        out = {}
+        for b in self.boards:
+            why = b.crashed()
+            if why is not None:
+                out[b.port] = why
+        return out
+
     def stop(self) -> None:
+        """Stop every board; the logs of boards that crashed are kept (copied out of a
+        temporary folder before it goes): logged, and their paths in kept_logs."""
+        crashed = [(b, b.crashed()) for b in self.boards if b.crashed() is not None]
         for b in self.boards:
             b.stop()
+        kept = []
+        for b, why in crashed:
+            path = b.log_path
+            if self._tmp is not None:
+                fd, name = tempfile.mkstemp(prefix="pubmote-%s-crash-" % b.name, suffix=".log")
+                with os.fdopen(fd, "wb") as out, contextlib.suppress(OSError), \
+                        open(b.log_path, "rb") as src:
+                    shutil.copyfileobj(src, out)
+                path = Path(name)
+            log.warning("simulated board %s crashed (%s); its log: %s", b.name, why, path)
+            kept.append(str(path))
+        self.kept_logs = kept
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

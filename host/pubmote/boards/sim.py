@@ -28,6 +28,24 @@ def micropython_exe() -> str:
     return exe
 
 
+def last_error(log_path: Path, tail_bytes: int = 8192) -> str | None:
+    """The last line of a board's log that says something (a traceback ends with the
+    error), control characters escaped; None for an empty or missing log."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail_bytes))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    lines = [x.strip() for x in tail.splitlines() if x.strip()]
+    if not lines:
+        return None
+    line = lines[-1]
+    shown = "".join(c if c.isprintable() else "?" for c in line)
+    return shown[:200] + ("..." if len(shown) > 200 else "")
+
+
 class SimBoard:
     """One simulated board: its cable, its config file and its MicroPython process."""
 
@@ -82,6 +100,13 @@ class SimBoard:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def crashed(self) -> str | None:
+        """The last error line of the log when the board's process has ended by itself
+        (its app raised, or MicroPython died), else None."""
+        if self.proc is None or self.proc.poll() is None:
+            return None
+        return last_error(self.log_path) or "exited with status %d" % self.proc.returncode
 
     def stop_process(self) -> None:
         end_process(self.proc)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from pathlib import Path
 from typing import Any
+
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.kinds import arg
 
 _DEFAULT_CERT = os.path.join("~", ".config", "pubmote", "tls", "gateway.crt")
 
@@ -20,26 +21,27 @@ def register(sub: Any) -> None:
                     "that changed with mpremote, write the board's config, verify every "
                     "file by SHA-256 and reset the board. A second deploy copies only what "
                     "changed. For the simulated board, PORT is DIR/repl of `pubmote simdev`.")
-    dp.add_argument("--board", required=True, help="board type: esp32, rp2040, unix")
-    dp.add_argument("--port", required=True, help="the board's REPL serial port")
-    dp.add_argument("--name", default="board1", help="the board's name (default board1)")
+    dp.add_argument("--board", required=True, type=arg(kinds.board), help="board type: esp32, rp2040, unix")
+    dp.add_argument("--port", required=True, type=arg(kinds.serial_port), help="the board's REPL serial port")
+    dp.add_argument("--name", default="board1", type=arg(kinds.name), help="the board's name (default board1)")
     dp.add_argument("--link", choices=("uart", "stdio", "tcp", "udp", "pty"),
                     help="link to the bridge: uart, stdio (USB), tcp or udp (WiFi: give "
                          "--set host=GATEWAY --set ssid=NET --set password=PW), pty (the "
                          "simulated board); default: the profile's")
     dp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    type=arg(kinds.board_setting),
                     help="extra config entries (JSON values), e.g. --set period_ms=200")
     dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
-    dp.add_argument("--key-file", metavar="FILE",
+    dp.add_argument("--key-file", metavar="FILE", type=arg(file_kinds.board_keys),
                     help="give the board a key from FILE (made there if the board has none; "
                          "mode 0600): it then signs with HmacWithSha256; the bridge takes "
                          "the same file with --keys")
-    dp.add_argument("--gateway-cert", metavar="FILE",
+    dp.add_argument("--gateway-cert", metavar="FILE", type=arg(file_kinds.cert_or_none),
                     help="the bridge's TLS certificate (`pubmote tls init`; the bridge's "
                          "--tcp-tls-cert): a tcp board then talks TLS and trusts only this "
                          "gateway. Default with --link tcp: %s when it exists; none: a "
                          "plaintext tcp board" % _DEFAULT_CERT)
-    dp.add_argument("--timeout", type=float, default=60, metavar="S",
+    dp.add_argument("--timeout", type=arg(kinds.seconds()), default=60.0, metavar="S",
                     help="give up when the board does not answer a step within S seconds "
                          "(default 60)")
     dp.set_defaults(run=_deploy)
@@ -47,32 +49,14 @@ def register(sub: Any) -> None:
 
 def _deploy(args: argparse.Namespace) -> int:
     from pubmote.boards.deploy import DeployError, deploy, reset
-    from pubmote.core.addresses import name_problem
 
-    why = name_problem(args.name)
-    if why is not None:
-        print("pubmote deploy: --name %r: not a board name: %s" % (args.name, why),
-              file=sys.stderr)
-        return 2
-    settings: dict[str, Any] = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            print("pubmote deploy: --set wants KEY=VALUE, not %r" % item, file=sys.stderr)
-            return 2
-        try:
-            settings[key] = json.loads(value)
-        except json.JSONDecodeError:
-            settings[key] = value
+    settings: dict[str, Any] = dict(args.set)  # (key, value) pairs the schema accepted
     key = None
     if args.key_file:
         from pubmote.core.auth import board_key
 
         try:
             key = board_key(args.key_file, args.name)
-            folder = Path(args.key_file).parent
-            if not folder.is_dir() or not os.access(folder, os.W_OK):
-                raise ValueError("its folder %s does not exist or is not writable" % folder)
         except (OSError, ValueError) as e:
             print("pubmote deploy: --key-file %s: %s" % (
                 args.key_file, e.strerror if isinstance(e, OSError) and e.strerror else e),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import socket
 import sys
 from typing import Any
 
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.kinds import arg
 from pubmote.core.addresses import parse_hostport
 
 DHT_EPILOG = """\
@@ -46,14 +47,15 @@ def register(sub: Any) -> None:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--bootstrap", action="append", default=[], metavar="HOST:PORT",
+                       type=arg(kinds.hostport),
                        help="a DHT node to join through (repeatable; default: the public "
                             "BitTorrent routers)")
-        p.add_argument("--port", type=port_number, default=0, metavar="PORT",
+        p.add_argument("--port", type=arg(kinds.port), default=0, metavar="PORT",
                        help="UDP port of our DHT node (default: any free port)")
-        p.add_argument("--bind", default="127.0.0.1", metavar="HOST",
+        p.add_argument("--bind", default="127.0.0.1", metavar="HOST", type=arg(kinds.host),
                        help="address our DHT node binds (default 127.0.0.1: this host only; "
                             "0.0.0.0 to reach the internet's DHT)")
-        p.add_argument("--timeout", type=float, default=2.0, metavar="S",
+        p.add_argument("--timeout", type=arg(kinds.seconds()), default=2.0, metavar="S",
                        help="per-query timeout in seconds (default 2)")
 
     k = acts.add_parser("keygen", help="create an ed25519 key file",
@@ -62,7 +64,7 @@ def register(sub: Any) -> None:
                         epilog="example:\n  pubmote dht keygen --key-file gw.key    prints the "
                                "public key that get/subscribe take as --pubkey",
                         formatter_class=argparse.RawDescriptionHelpFormatter)
-    k.add_argument("--key-file", required=True, metavar="FILE")
+    k.add_argument("--key-file", required=True, metavar="FILE", type=arg(file_kinds.dht_key))
     k.set_defaults(run=_keygen)
 
     p = acts.add_parser("put", help="sign and store a mutable item",
@@ -71,9 +73,10 @@ def register(sub: Any) -> None:
                         epilog=DHT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("value", metavar="VALUE", help="the value (UTF-8 text, or hex with --hex)")
     p.add_argument("--key-file", required=True, metavar="FILE",
-                   help="the ed25519 secret (hex); see keygen")
-    p.add_argument("--salt", default="", metavar="S", help="the item's salt (<= 64 bytes)")
-    p.add_argument("--seq", type=int, metavar="N",
+                   type=arg(file_kinds.dht_key_in), help="the ed25519 secret (hex); see keygen")
+    p.add_argument("--salt", default="", metavar="S", type=arg(kinds.salt),
+                   help="the item's salt (<= 64 bytes)")
+    p.add_argument("--seq", type=arg(kinds.whole(0)), metavar="N",
                    help="sequence number (default: one more than the DHT's current)")
     p.add_argument("--hex", action="store_true", help="VALUE is hex")
     common(p)
@@ -90,8 +93,9 @@ def register(sub: Any) -> None:
                                "--bootstrap 127.0.0.1:6881\n\n"
                                "The public key is what `pubmote dht keygen` printed for the "
                                "publisher's key file.", formatter_class=raw)
-    g.add_argument("--pubkey", required=True, metavar="HEX", help="the 32-byte public key")
-    g.add_argument("--salt", default="", metavar="S")
+    g.add_argument("--pubkey", required=True, metavar="HEX", type=arg(kinds.pubkey),
+                   help="the 32-byte public key")
+    g.add_argument("--salt", default="", metavar="S", type=arg(kinds.salt))
     common(g)
     g.set_defaults(run=_get)
 
@@ -106,9 +110,10 @@ def register(sub: Any) -> None:
                                "--bootstrap 127.0.0.1:6881\n\n"
                                "Publish into it with `pubmote dht put --key-file KEY --salt "
                                "SALT VALUE`.", formatter_class=raw)
-    s.add_argument("--pubkey", required=True, metavar="HEX")
-    s.add_argument("--salt", default="", metavar="S")
-    s.add_argument("--count", type=int, metavar="N", help="exit after N values")
+    s.add_argument("--pubkey", required=True, metavar="HEX", type=arg(kinds.pubkey))
+    s.add_argument("--salt", default="", metavar="S", type=arg(kinds.salt))
+    s.add_argument("--count", type=arg(kinds.whole(1)), metavar="N",
+                   help="exit after N values")
     common(s)
     s.set_defaults(run=_subscribe)
 
@@ -123,14 +128,6 @@ def register(sub: Any) -> None:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     common(n)
     n.set_defaults(run=_node)
-
-
-def port_number(text: str) -> int:
-    """argparse type: a UDP/TCP port, 0..65535 (0: any free port)."""
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError("%r is not a port: give 1 to 65535 (0: any free "
-                                         "port)" % text)
-    return int(text)
 
 
 def _no_action(parser: argparse.ArgumentParser) -> Any:
@@ -228,6 +225,13 @@ def _keygen(args: argparse.Namespace) -> int:
 
 
 def _put(args: argparse.Namespace) -> int:
+    if args.hex:
+        try:
+            kinds.hex_bytes(args.value)
+        except kinds.KindError as e:
+            print("pubmote dht put: VALUE %s: %s" % (kinds.show(args.value), e),
+                  file=sys.stderr)
+            return 2
     return _wrap(args, _put_async)
 
 
@@ -237,7 +241,7 @@ async def _put_async(args: argparse.Namespace) -> int:
 
     kp = bep44.KeyPair.load(args.key_file)
     salt = args.salt.encode()
-    value = bytes.fromhex(args.value) if args.hex else args.value.encode()
+    value = bytes.fromhex("".join(args.value.split())) if args.hex else args.value.encode()
     node = await _start(args)
     try:
         seq = args.seq
@@ -307,6 +311,10 @@ async def _subscribe_async(args: argparse.Namespace) -> int:
         print("joined topic %s: %d members known" % (ov.target.hex(), members),
               file=sys.stderr, flush=True)
         await done.wait()
+    except asyncio.CancelledError:  # Ctrl-C
+        print("pubmote dht subscribe: %d value%s" % (seen, "" if seen == 1 else "s"),
+              file=sys.stderr, flush=True)
+        raise
     finally:
         await node.close()
     return 0
@@ -325,8 +333,7 @@ async def _node_async(args: argparse.Namespace) -> int:
         print("dht node %s:%d id %s" % (node.host, node.port, node.node_id.hex()), flush=True)
         if args.bootstrap:
             await node.bootstrap(_addrs(args.bootstrap))
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.Event().wait()
+        await asyncio.Event().wait()  # until Ctrl-C (asyncio.run: KeyboardInterrupt)
     finally:
         await node.close()
     return 0

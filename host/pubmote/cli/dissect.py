@@ -6,6 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.kinds import arg
+
 
 def register(sub: Any) -> None:
     """Add `dissect` to the `pubmote` parser."""
@@ -15,9 +18,9 @@ def register(sub: Any) -> None:
                     "element names, Names as URIs, binary values as hex, notify parameters "
                     "and signature validity. Same output as `micropython -m "
                     "pubmote_wire.dissect HEX` on a board.")
-    d.add_argument("hex", metavar="HEX", nargs="?",
+    d.add_argument("hex", metavar="HEX", nargs="?", type=arg(kinds.packet_hex),
                    help="the packet as hex, or - to read hex from stdin")
-    d.add_argument("--trace", metavar="FILE",
+    d.add_argument("--trace", metavar="FILE", type=arg(file_kinds.file_in),
                    help="dissect every packet of a `pubmote bridge --trace` file instead")
     d.set_defaults(run=_dissect)
 

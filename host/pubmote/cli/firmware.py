@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pubmote.cli import file_kinds
+from pubmote.cli.kinds import arg
+
 
 def register(sub: Any) -> None:
     """Add `firmware` to the `pubmote` parser."""
@@ -28,13 +31,14 @@ def register(sub: Any) -> None:
                "(IDF_PATH set by its export.sh).")
     fb.add_argument("--board", default="pico", choices=("pico", "pico_w", "esp32"),
                     help="pico (RPI_PICO, default), pico_w (RPI_PICO_W), esp32 (ESP32_GENERIC)")
-    fb.add_argument("--micropython", metavar="DIR",
+    fb.add_argument("--micropython", metavar="DIR", type=arg(file_kinds.micropython_tree),
                     help="a MicroPython source tree with its submodules (default: "
                          "$MICROPY_DIR, else the tarball in ../shared/rp2040/)")
-    fb.add_argument("--out", metavar="DIR",
+    fb.add_argument("--out", metavar="DIR", type=arg(file_kinds.folder_out),
                     help="where firmware.uf2 and firmware.bin go (default build/firmware/BOARD, "
                          "with --app build/firmware/BOARD+APP)")
     fb.add_argument("--app", metavar="FILE", action="append", default=[],
+                    type=arg(file_kinds.python_in),
                     help="a .py module of your app to freeze beside pubmote (repeatable): its "
                          "code then stays in flash instead of the board's heap; name it in "
                          "the board's config as app")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pubmote import __version__
 
@@ -29,6 +29,19 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, message, self.prog))
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        # an option typed by a kind (cli/kinds.py): its reason, with the option and the
+        # value, instead of argparse's "invalid <type> value"
+        if getattr(action.type, "kind_check", False):
+            from pubmote.cli.kinds import KindError, flag_name, show
+
+            try:
+                return action.type(arg_string)  # type: ignore[misc,operator]
+            except KindError as e:
+                raise argparse.ArgumentError(None, "%s %s: %s" % (
+                    flag_name(action), show(arg_string), e)) from None
+        return super()._get_value(action, arg_string)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
@@ -43,21 +56,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return 0
-    run = getattr(args, "run", None)
-    if run is None:
-        parser.error("unknown command")
+    command = None
     try:
+        parser = build_parser()  # Ctrl-C may come while the commands' modules load
+        args = parser.parse_args(argv)
+        command = args.command
+        if command is None:
+            parser.print_help()
+            return 0
+        run = getattr(args, "run", None)
+        if run is None:
+            parser.error("unknown command")
         code: int = run(args)
     except KeyboardInterrupt:
         # Ctrl-C: every command stops the same way, without a traceback, with the status a
         # shell gives a program ended by SIGINT (children got the same SIGINT from the
         # terminal; a command that counts things prints its summary in its own finally)
-        print("pubmote %s: interrupted" % args.command, file=sys.stderr)
+        print("pubmote%s: interrupted" % (" " + command if command else ""), file=sys.stderr)
         return EXIT_INTERRUPTED
     return code
 

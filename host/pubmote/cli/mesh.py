@@ -11,6 +11,9 @@ import signal
 import sys
 from typing import Any
 
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.common import EXIT_SIGINT
+from pubmote.cli.kinds import arg
 from pubmote.gateway.mesh.keyfile import default_key_file
 
 DEFAULT_LISTEN = "/ip4/127.0.0.1/tcp/4001"  # loopback unless told otherwise
@@ -25,7 +28,7 @@ def register(sub: Any) -> None:
     msub = m.add_subparsers(dest="mesh_command", metavar="SUBCOMMAND", required=True)
 
     def key_arg(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--key-file", metavar="FILE",
+        p.add_argument("--key-file", metavar="FILE", type=arg(file_kinds.mesh_key),
                        help="Ed25519 identity key (created with mode 0600 when missing; "
                             "default %s)" % default_key_file())
 
@@ -41,6 +44,7 @@ def register(sub: Any) -> None:
         formatter_class=raw)
     key_arg(i)
     i.add_argument("--listen", action="append", default=[], metavar="MULTIADDR",
+                   type=arg(kinds.multiaddr),
                    help="listen address to print (default %s)" % DEFAULT_LISTEN)
     i.set_defaults(run=_run_id)
 
@@ -53,11 +57,12 @@ def register(sub: Any) -> None:
                "  pubmote mesh ping /ip4/127.0.0.1/tcp/4001/p2p/12D3KooW...\n"
                "  pubmote mesh ping --count 10 --timeout 3 /ip4/10.0.0.2/tcp/4001/p2p/12D3KooW...",
         formatter_class=raw)
-    p.add_argument("addr", metavar="MULTIADDR")
-    p.add_argument("--count", type=int, default=3, help="round trips (default 3)")
-    p.add_argument("--timeout", type=float, default=10.0, metavar="S",
+    p.add_argument("addr", metavar="MULTIADDR", type=arg(kinds.peer_multiaddr))
+    p.add_argument("--count", type=arg(kinds.whole(1)), default=3, metavar="N",
+                   help="round trips (default 3)")
+    p.add_argument("--timeout", type=arg(kinds.seconds()), default=10.0, metavar="S",
                    help="dial timeout in seconds (default 10)")
-    p.add_argument("--key-file", metavar="FILE",
+    p.add_argument("--key-file", metavar="FILE", type=arg(file_kinds.mesh_key_in),
                    help="identity key to use (default: a throw-away key)")
     p.set_defaults(run=_run_ping)
 
@@ -72,6 +77,7 @@ def register(sub: Any) -> None:
         formatter_class=raw)
     key_arg(s)
     s.add_argument("--listen", action="append", default=[], metavar="MULTIADDR",
+                   type=arg(kinds.multiaddr),
                    help="listen address (repeatable; default %s)" % DEFAULT_LISTEN)
     s.set_defaults(run=_run_serve)
 
@@ -143,16 +149,23 @@ def _run_serve(args: argparse.Namespace) -> int:
 
         host.add_event_handler(on_event)
         stop = asyncio.Event()
+        got: list[int] = []
+
+        def on_signal(sig: int) -> None:
+            got.append(sig)
+            stop.set()
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, on_signal, sig)
         async with host:
             print("PeerId: %s" % host.peer_id)
             for a in host.listen_addrs:
                 print("listen: %s" % a.with_p2p(str(host.peer_id)), flush=True)
             await stop.wait()
-        return 0
+        # as a shell reports it: 130 after Ctrl-C, 0 after a SIGTERM (a service stopped)
+        return EXIT_SIGINT if got[:1] == [signal.SIGINT] else 0
 
     try:
         return asyncio.run(go())

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from typing import Any
+
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.kinds import arg
 
 EPILOG = """\
 tables (Parquet, in --out):
@@ -44,31 +46,33 @@ def register(sub: Any) -> None:
                     "Streaming with a watermark and a checkpoint: exactly-once across "
                     "crashes and restarts). --report writes an HTML page with plots.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("journal", metavar="JOURNAL_DIR", help="the bridge's --journal folder")
+    p.add_argument("journal", metavar="JOURNAL_DIR", type=arg(file_kinds.journal_in), help="the bridge's --journal folder")
     p.add_argument("--out", default="pubmote-tables", metavar="DIR",
+                   type=arg(file_kinds.folder_out),
                    help="where the Parquet tables go (default: %(default)s); any path "
                         "Spark can write, e.g. hdfs:// or s3a:// on a cluster")
     p.add_argument("--follow", action="store_true",
                    help="keep running: process journal files as the bridge finishes them")
-    p.add_argument("--checkpoint", metavar="DIR",
+    p.add_argument("--checkpoint", metavar="DIR", type=arg(file_kinds.folder_out),
                    help="--follow's checkpoint (default: OUT/_checkpoint); keep it with "
                         "OUT: together they make a restart go on exactly where it stopped")
-    p.add_argument("--report", metavar="OUT_DIR",
+    p.add_argument("--report", metavar="OUT_DIR", type=arg(file_kinds.folder_out),
                    help="after the batch run, write OUT_DIR/index.html with plots: message "
                         "rate per topic, latency distribution, per-node health, last readings")
     p.add_argument("--master", default="local[*]",
                    help="Spark master, passed through unchanged (default: %(default)s)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   type=arg(kinds.key_value),
                    help="a Spark setting, repeatable (e.g. spark.executor.memory=4g)")
-    p.add_argument("--window", default="1 minute",
+    p.add_argument("--window", default="1 minute", type=arg(kinds.duration),
                    help="window length (default: %(default)s)")
-    p.add_argument("--watermark", default="1 minute",
+    p.add_argument("--watermark", default="1 minute", type=arg(kinds.duration),
                    help="how late a record may arrive in --follow, in event time (default: "
                         "%(default)s; a journal file closes at the latest "
                         "--journal-max-age after its first record)")
-    p.add_argument("--trigger-seconds", type=float, default=5.0, metavar="S",
+    p.add_argument("--trigger-seconds", type=arg(kinds.seconds()), default=5.0, metavar="S",
                    help="--follow: how often to look for new journal files (default: 5)")
-    p.add_argument("--max-files-per-trigger", type=int, metavar="N",
+    p.add_argument("--max-files-per-trigger", type=arg(kinds.whole(1)), metavar="N",
                    help="--follow: at most N new files per batch (default: all)")
     p.add_argument("--reading-key", metavar="KEY",
                    help="the CBOR map entry holding the reading (default: see below)")
@@ -80,36 +84,27 @@ def _log(line: str) -> None:
     print("pipeline: " + line, file=sys.stderr, flush=True)
 
 
-_UNITS = ("microsecond", "millisecond", "second", "minute", "hour", "day", "week")
-_INTERVAL = re.compile(r"^\s*(\d+(\.\d+)?\s*(%s)s?\s*)+$" % "|".join(_UNITS), re.IGNORECASE)
-
-
 def usage_error(args: argparse.Namespace) -> str | None:
-    """The first mistake in the arguments, as one line, before Spark starts."""
-    for flag, value in (("--window", args.window), ("--watermark", args.watermark)):
-        if not _INTERVAL.match(value):
-            return ("%s %r: not a duration; write a number and a unit, e.g. '1 minute', "
-                    "'30 seconds', '2 hours'" % (flag, value))
+    """The first mistake the options make together, as one line, before Spark starts
+    (each option's value was checked by its kind when the command line was parsed)."""
     if args.follow and args.report:
         return "--report runs on the batch tables; run it without --follow"
     if "://" in args.journal:
-        return ("journal %s: give a folder of this host (on a cluster, a mount every node "
+        return ("JOURNAL_DIR %s: give a folder of this host (on a cluster, a mount every node "
                 "sees, e.g. NFS): the pipeline compacts the journal into typed columns "
                 "beside it before Spark reads them" % args.journal)
     if not os.path.exists(args.journal):
         if not args.follow:  # --follow makes it and waits: the bridge may start later
-            return ("journal folder %s does not exist (pubmote bridge --journal %s "
+            return ("JOURNAL_DIR %s: no such folder (pubmote bridge --journal %s "
                     "writes it)" % (args.journal, args.journal))
     elif not os.path.isdir(args.journal):
-        return ("%s is a file, not a folder: give the folder the bridge's --journal "
-                "writes (its files are journal-*.jsonl)" % args.journal)
-    if args.trigger_seconds <= 0:
-        return "--trigger-seconds %g: give a number of seconds above 0" % args.trigger_seconds
+        return ("JOURNAL_DIR %s is a file, not a folder: give the folder the bridge's "
+                "--journal writes (its files are journal-*.jsonl)" % args.journal)
     return None
 
 
 def run(args: argparse.Namespace) -> int:
-    from pubmote.pipeline.session import PipelineError, parse_conf, spark_session
+    from pubmote.pipeline.session import PipelineError, spark_session
 
     error = usage_error(args)
     if error:
@@ -121,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
 
         backlog = prepare_soon(args.journal, args.reading_key)
     try:
-        conf = parse_conf(args.conf)
+        conf = dict(args.conf)  # (key, value) pairs: kinds.key_value
         # a batch run saves Spark's class archive when there is none (jvm_archive.py)
         spark = spark_session(args.master, conf, verbose=args.verbose,
                               save_classes=not args.follow)

@@ -10,6 +10,9 @@ import json
 import sys
 from typing import Any
 
+from pubmote.cli import kinds
+from pubmote.cli.kinds import arg
+
 DEFAULT_URL = "tcp://127.0.0.1:5561"
 HANDSHAKE_S = 5.0  # how long the bridge may take to answer the SP header
 
@@ -31,18 +34,19 @@ def register(sub: Any) -> None:
         description="Connect an SP PUB socket (as nanocat --pub does) to a bridge's --sp-sub "
                     "endpoint and publish PAYLOAD on TOPIC.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("url", metavar="URL",
+    p.add_argument("url", metavar="URL", type=arg(kinds.client_url),
                    help="the bridge's --sp-sub endpoint: tcp://HOST:PORT or ipc:///PATH "
                         "(a bridge binds %s by default)" % DEFAULT_URL)
-    p.add_argument("topic", metavar="TOPIC", help="an NDN name URI, e.g. /pubmote/demo/sim1/cmd")
+    p.add_argument("topic", metavar="TOPIC", type=arg(kinds.ndn_name), help="an NDN name URI, e.g. /pubmote/demo/sim1/cmd")
     p.add_argument("payload", metavar="PAYLOAD", help="the payload: UTF-8 text by default")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true",
                       help="PAYLOAD is JSON, sent as CBOR (what the demo's readings are)")
     form.add_argument("--hex", action="store_true", help="PAYLOAD is hex bytes")
-    p.add_argument("--count", type=int, default=1, metavar="N",
+    p.add_argument("--count", type=arg(kinds.whole(1)), default=1, metavar="N",
                    help="publish N times (default 1)")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+    p.add_argument("--interval", type=arg(kinds.seconds(zero_ok=True)), default=1.0,
+                   metavar="S",
                    help="seconds between messages with --count (default 1)")
     p.set_defaults(run=run)
 
@@ -113,11 +117,18 @@ async def _pub(args: argparse.Namespace, body: bytes) -> int:
                                            "`pubmote sub` reads)" if proto == sp.PUB else
                                            "an SP socket of protocol %d" % proto, DEFAULT_URL))
         frame = sp.encode_msg(body)
-        for i in range(args.count):
-            if i:
-                await asyncio.sleep(args.interval)
-            writer.write(frame)
-            await writer.drain()
+        sent = 0
+        try:
+            for i in range(args.count):
+                if i:
+                    await asyncio.sleep(args.interval)
+                writer.write(frame)
+                await writer.drain()
+                sent += 1
+        except asyncio.CancelledError:  # Ctrl-C: what went out
+            print("sent %d of %d messages to %s" % (sent, args.count, args.url),
+                  file=sys.stderr, flush=True)
+            raise
         print("sent %d message%s to %s" % (args.count, "" if args.count == 1 else "s",
                                              args.url), file=sys.stderr)
         return 0
@@ -157,5 +168,3 @@ def run(args: argparse.Namespace) -> int:
         print("pubmote pub: cannot connect to %s: %s (is `pubmote bridge` running with "
               "--sp-sub %s?)" % (args.url, e.strerror or e, args.url), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from pubmote.cli import file_kinds
 from pubmote.cli.common import run_until_interrupted
+from pubmote.cli.kinds import arg
 
 
 def register(sub: Any) -> None:
@@ -17,7 +19,7 @@ def register(sub: Any) -> None:
                     "command prefixed with resume), DIR/tty its line to the bridge "
                     "(`pubmote bridge --serial DIR/tty`), DIR/flash its filesystem. A soft "
                     "reset (what `pubmote deploy` ends with) reboots it into main.py.")
-    sd.add_argument("--dir", required=True, metavar="DIR")
+    sd.add_argument("--dir", required=True, metavar="DIR", type=arg(file_kinds.folder_out))
     sd.set_defaults(run=_run)
 
 

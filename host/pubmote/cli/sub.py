@@ -10,6 +10,9 @@ import json
 import sys
 from typing import Any
 
+from pubmote.cli import kinds
+from pubmote.cli.kinds import arg
+
 EPILOG = """\
 examples:
   pubmote sub tcp://127.0.0.1:5560                          every message
@@ -28,13 +31,14 @@ def register(sub: Any) -> None:
                     "endpoint and print every message whose `<topic URI>|<payload>` starts "
                     "with one of the PREFIXes, payloads decoded from CBOR.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("url", metavar="URL",
+    p.add_argument("url", metavar="URL", type=arg(kinds.client_url),
                    help="the bridge's --sp-pub endpoint: tcp://HOST:PORT or ipc:///PATH")
     p.add_argument("prefix", metavar="PREFIX", nargs="*",
                    help="byte prefixes to receive (default: everything)")
     p.add_argument("--json", action="store_true",
                    help="one JSON object per line: topic, payload (decoded), hex")
-    p.add_argument("--count", type=int, metavar="N", help="exit after N messages")
+    p.add_argument("--count", type=arg(kinds.whole(1)), metavar="N",
+                   help="exit after N messages")
     p.set_defaults(run=run)
 
 
@@ -98,9 +102,20 @@ async def _sub(args: argparse.Namespace) -> int:
     filt = SubFilter()
     for p in args.prefix or [""]:
         filt.subscribe(p.encode())
-    dec = sp.MsgDecoder(expect_header=sp.peer_of(sp.SUB))
     seen = 0
     try:
+        # the bridge's header first: it says whether this is the endpoint that publishes
+        peer = await reader.readexactly(sp.HEADER_SIZE)
+        proto = sp.check_header(peer)
+        if proto != sp.PUB:
+            raise EndpointError(
+                "%s is %s, not a bridge's SP PUB endpoint: subscribe to its --sp-pub "
+                "endpoint (default tcp://127.0.0.1:5560)" % (args.url, "the bridge's SP SUB "
+                                                             "endpoint (where `pubmote pub` "
+                                                             "publishes)" if proto == sp.SUB
+                                                             else "an SP socket of protocol "
+                                                             "%d" % proto))
+        dec = sp.MsgDecoder()
         while True:
             chunk = await reader.read(65536)
             if not chunk:
@@ -114,10 +129,21 @@ async def _sub(args: argparse.Namespace) -> int:
                 seen += 1
                 if args.count is not None and seen >= args.count:
                     return 0
+    except asyncio.IncompleteReadError:
+        print("pubmote sub: %s closed the connection" % args.url, file=sys.stderr)
+        return 1
+    except asyncio.CancelledError:  # Ctrl-C: what was received
+        print("pubmote sub: %d message%s" % (seen, "" if seen == 1 else "s"), file=sys.stderr,
+              flush=True)
+        raise
     finally:
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
+
+
+class EndpointError(Exception):
+    """The URL answers, but not as a bridge's SP PUB endpoint; the message says what to do."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -131,9 +157,10 @@ def run(args: argparse.Namespace) -> int:
     except DecodeError as e:
         print("pubmote sub: %s is not an SP PUB endpoint (%s)" % (args.url, e), file=sys.stderr)
         return 1
+    except EndpointError as e:
+        print("pubmote sub: %s" % e, file=sys.stderr)
+        return 1
     except OSError as e:
         print("pubmote sub: cannot connect to %s: %s (is `pubmote bridge` running with "
               "--sp-pub %s?)" % (args.url, e.strerror or e, args.url), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130

@@ -8,6 +8,9 @@ import os
 import sys
 from typing import Any
 
+from pubmote.cli import file_kinds, kinds
+from pubmote.cli.kinds import arg
+
 DEFAULT_DIR = os.path.join("~", ".config", "pubmote", "tls")
 
 _INIT_EPILOG = """\
@@ -38,14 +41,15 @@ def register(sub: Any) -> None:
         description="Write DIR/gateway.crt and DIR/gateway.key (both mode 0600, each "
                     "written under a temporary name and renamed into place).",
         epilog=_INIT_EPILOG, formatter_class=raw)
-    i.add_argument("--dir", default=DEFAULT_DIR, help="where to write them (default %s)"
+    i.add_argument("--dir", default=DEFAULT_DIR, type=arg(file_kinds.folder_out), help="where to write them (default %s)"
                    % DEFAULT_DIR)
-    i.add_argument("--name", help="the name boards check in the certificate (default "
+    i.add_argument("--name", type=arg(kinds.dns_name), help="the name boards check in the certificate (default "
                                   "pubmote-gateway; boards connect by IP and check this name)")
     i.add_argument("--host", action="append", default=[], metavar="NAME_OR_IP",
+                   type=arg(kinds.dns_name),
                    help="another DNS name or IP address the certificate is valid for "
                         "(repeatable; for other TLS clients: boards check --name)")
-    i.add_argument("--days", type=int, default=None,
+    i.add_argument("--days", type=arg(kinds.whole(1, 36500)), default=None,
                    help="validity in days (default 3650: boards have no trusted clock)")
     i.add_argument("--force", action="store_true",
                    help="replace an existing pair (boards deployed with it must be deployed "
@@ -56,7 +60,7 @@ def register(sub: Any) -> None:
         description="What a board checks of a gateway certificate: the name (tls_name) "
                     "and the SHA-256 fingerprint (tls_fingerprint, the alternative to "
                     "installing the certificate as tls_ca).")
-    s.add_argument("cert", metavar="CERT", help="the certificate (PEM or DER)")
+    s.add_argument("cert", metavar="CERT", type=arg(file_kinds.cert_in), help="the certificate (PEM or DER)")
     s.set_defaults(run=_run_show)
 
 

@@ -40,18 +40,21 @@ class Admission:
         self.total_key = total_key
         self.per_ip_key = per_ip_key
         self.held = 0
+        self.refused = 0  # connections turned away by either cap
         self._by_source: dict[str, int] = {}  # at most max_total keys
 
     def admit(self, source: str | None) -> bool:
         if self.held >= self.max_total:
             self.hits.hit(self.total_key, "%s refused %s: %d connections held", self.label,
                           source or "a local peer", self.held)
+            self.refused += 1
             return False
         if source is not None:
             n = self._by_source.get(source, 0)
             if n >= self.max_per_ip:
                 self.hits.hit(self.per_ip_key, "%s refused %s: it holds %d already",
                               self.label, source, n)
+                self.refused += 1
                 return False
             self._by_source[source] = n + 1
         self.held += 1

@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import tomllib
 from typing import Any, Protocol
 
 from pubmote.core.addresses import DEFAULT_BAUD, log_exposure, parse_hostport, parse_serial
 from pubmote.core.auth import BoardAuth, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
-from pubmote.core.limits import DEFAULTS as LIMIT_DEFAULTS
 from pubmote.core.limits import LimitHits, Limits
 from pubmote.core.trace import Tracer
 from pubmote.faces.board import BoardFace, next_face_id
@@ -24,116 +22,17 @@ from pubmote.faces.sp import SpEndpoint
 from pubmote.faces.stream import StreamListener
 from pubmote.faces.tls import LinkGuard, server_context
 from pubmote.faces.udp import UdpServer
+from pubmote.gateway.config import (  # noqa: F401 - where callers have found them
+    DEFAULTS,
+    SP_DEFAULTS,
+    load_config,
+)
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 
 log = logging.getLogger("pubmote.bridge")
 
 SIM_PORT_QUIET_S = 15.0  # a simulated board's pty comes up after the bridge: not an error
-
-DEFAULTS: dict[str, Any] = {
-    "gateway": "gw",
-    "serial": [],
-    "udp": [],
-    "tcp": [],
-    # TLS on the --tcp board face (docs/security.md, Board links): the gateway's certificate
-    # and key (`pubmote tls init`); encryption required on board links: None = yes when a
-    # certificate is given (then plaintext TCP boards and every UDP face are refused)
-    "tcp_tls_cert": None,
-    "tcp_tls_key": None,
-    "board_links_require_encryption": None,
-    "sp_pub": [],
-    "sp_sub": [],
-    "ndn_face": [],
-    "trace": None,
-    "keys": None,
-    # boards without a key in `keys` may register (by name); unset: only when no keys
-    # file is given (with one, a name without a key is refused)
-    "allow_anonymous_boards": None,
-    "require_signed": [],
-    "journal": None,
-    "journal_max_bytes": 8 << 20,
-    "journal_max_age_s": 60.0,
-    "journal_fsync": "rotate",
-    # records held in memory while the journal cannot write (core/journal.py); beyond,
-    # the oldest are dropped and counted in records_lost
-    "journal_backlog_records": 65536,
-    "journal_backlog_bytes": 16 << 20,
-    "sim_boards": 0,
-    "sim_kind": "unix",
-    "sim_dir": None,
-    "sim_period_ms": 1000,
-    "sim_app": "demo",
-    "sim_app_dir": None,
-    "sim_app_config": {},
-    "timeout_ms": 2000,
-    "board_queue_len": 64,
-    "sp_buffer_bytes": 1 << 20,
-    # retained topics on the BitTorrent DHT (BEP 44 items, BEP 50 overlays): gateway/retained.py
-    "retained": [],
-    "dht_key_file": None,
-    "dht_pubkey": None,
-    "dht_host": "127.0.0.1",  # loopback unless told: the internet's DHT needs 0.0.0.0
-    "dht_port": 0,
-    "dht_bootstrap": [],
-    "dht_timeout_s": 2.0,
-    # the gateway mesh (GossipSub over libp2p) and directed addressing: gateway/mesh/relay.py
-    "name": None,            # this gateway's name in the mesh and in addresses (= gateway)
-    "mesh_listen": [],       # multiaddrs to listen on, /ip4/0.0.0.0/tcp/4001
-    "mesh_peer": [],         # gateways to stay connected to, /ip4/H/tcp/P/p2p/PEERID
-    "mesh_key_file": None,   # libp2p identity (default ~/.config/pubmote/mesh.key)
-    "realm": "pubmote",      # gossip topics are /<realm>/<category>/<topic>
-    "realm_member": [],      # PeerIds (or key files) that may publish; empty = open realm
-    "mesh_topics": ["*"],    # board-topic roots with their own gossip topic; * = the rest
-    "mesh_out_queue": 8192,  # envelopes waiting for the router; beyond, dropped and counted
-    # resource limits: connection caps per listener and per source address, handshake and
-    # idle timeouts, the hub's tables (core/limits.py; one table of them: docs/limits.md)
-    **LIMIT_DEFAULTS,
-}
-
-
-# what `pubmote bridge` binds when neither flags nor the config name SP endpoints
-# (`--sp-pub none` binds none); load_config for a library user or a test binds nothing
-SP_DEFAULTS = {"sp_pub": "tcp://127.0.0.1:5560", "sp_sub": "tcp://127.0.0.1:5561"}
-
-
-def load_config(path: str | None, overrides: dict[str, Any],
-                sp_defaults: bool = False) -> dict[str, Any]:
-    """Defaults, then the TOML file (top-level keys or a [bridge] table), then flags.
-    With sp_defaults (the command line), SP_DEFAULTS where neither gives sp_pub/sp_sub."""
-    cfg = dict(DEFAULTS)
-    data: dict[str, Any] = {}
-    if path:
-        with open(path, "rb") as f:
-            try:
-                data = tomllib.load(f)
-            except tomllib.TOMLDecodeError as e:
-                raise ValueError("--config %s: not valid TOML (%s)" % (path, e)) from None
-        data = data.get("bridge", data)
-        unknown = set(data) - set(DEFAULTS)
-        if unknown:
-            raise ValueError("unknown keys in %s: %s" % (path, ", ".join(sorted(unknown))))
-        for k, v in data.items():
-            cfg[k] = v
-    for k, v in overrides.items():
-        if v is None or v == []:
-            continue
-        cfg[k] = v
-    if sp_defaults:
-        for k, url in SP_DEFAULTS.items():
-            if k not in data and not overrides.get(k):
-                cfg[k] = [url]
-    for k in ("serial", "udp", "tcp", "sp_pub", "sp_sub", "ndn_face", "require_signed",
-              "mesh_listen", "mesh_peer", "realm_member", "mesh_topics"):
-        if isinstance(cfg[k], str):
-            cfg[k] = [cfg[k]]
-    for k in ("sp_pub", "sp_sub"):
-        if isinstance(cfg[k], list):  # `none` turns an endpoint (or its default) off
-            cfg[k] = [u for u in cfg[k] if not (isinstance(u, str) and u.lower() == "none")]
-    if cfg["name"]:
-        cfg["gateway"] = cfg["name"]  # `name` (the mesh's word) and `gateway` are one thing
-    return cfg
-
 
 def board_links_encrypted(cfg: dict[str, Any]) -> bool:
     """Whether the configuration requires encrypted board links (explicitly, or by giving
@@ -244,7 +143,7 @@ class Bridge:
                 ", ".join(cfg["require_signed"]) or "no prefix")
         if cfg["journal"]:
             self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
-                                   max_age_s=float(cfg["journal_max_age_s"]),
+                                   max_age_s=float(cfg["journal_max_age"]),
                                    fsync=str(cfg["journal_fsync"]),
                                    backlog_records=int(cfg["journal_backlog_records"]),
                                    backlog_bytes=int(cfg["journal_backlog_bytes"]))
@@ -341,37 +240,9 @@ class Bridge:
 
     def status(self) -> str:
         """One line of counters: what --no-view logs now and then, and at exit."""
-        hub = self.hub
-        faces = self.all_faces()
-        boards = sorted(b.name for b in hub.board_infos() if b.up)
-        down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
-                for f in faces if not f.up]
-        c = hub.stats()
-        parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
-        if down:
-            parts.append("down: %s" % "; ".join(down))
-        parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (
-            c["messages"], c["bad_packets"], c["fetch_failed"],
-            sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
-        if self.link_guard is not None:
-            parts.append(self.link_guard.summary())
-        for ep in self.sp:
-            if ep.proto == sp.PUB:
-                parts.append("SP PUB %s: %d clients, %d sent in %d writes, %d dropped, "
-                             "bridge-added latency %s" % (
-                                 ep.url, ep.clients(), ep.counters["sent"],
-                                 ep.counters["writes"], ep.counters["dropped"],
-                                 ep.latency.summary()))
-            else:
-                parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
-                    ep.url, ep.clients(), ep.counters["received"], ep.counters["bad_messages"]))
-        if self.journal is not None:
-            parts.append(self.journal.status_line())
-        errors = self.internal_errors()
-        if errors:
-            parts.append("internal errors %d (contained; see the log)" % errors)
-        parts.append("limits hit: %s" % self.limit_summary())
-        return "; ".join(parts)
+        from pubmote.gateway.status import status_line
+
+        return status_line(self)
 
     def limit_summary(self) -> str:
         """How often each limit (docs/limits.md) was hit, `key n, ...`, or `none`."""

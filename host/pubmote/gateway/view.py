@@ -21,6 +21,7 @@ from rich.text import Text
 
 from pubmote.core import cbor
 from pubmote.core.display import printable
+from pubmote.gateway.status import board_problem
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
@@ -84,8 +85,13 @@ class View:
                 b = by_face.get(face.face_id)
                 state = Text("up", style="green") if face.up else Text("down", style="red")
                 if b is None:
+                    crash = board_problem(bridge, face)
                     why = getattr(face, "last_error", "") if not face.up else ""
-                    state.append(" (%s)" % printable(str(why)) if why else " (not registered)")
+                    if crash is not None:  # a simulated board whose app died
+                        state = Text(printable(crash), style="red")
+                    else:
+                        state.append(" (%s)" % printable(str(why)) if why
+                                     else " (not registered)")
                     boards.add_row("?", _t(face.label), state, "", "", "",
                                    str(face.bad_frames()), "")
                     continue
@@ -112,9 +118,10 @@ class View:
                                _t(st.last_origin), "%.1f" % (now - st.last_time))
             except Exception:  # noqa: BLE001 - one row must not take the view down
                 self._row_failed(topics, "topics", 6)
-        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received" % (
+        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received, %d bad" % (
             "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
-            ep.counters["dropped"], ep.counters["received"]) for ep in bridge.sp)
+            ep.counters["dropped"], ep.counters["received"],
+            ep.counters["bad_messages"] + ep.counters["bad_streams"]) for ep in bridge.sp)
         c = hub.stats()
         foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
             c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])

@@ -85,13 +85,20 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
            checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float = 5.0,
            max_files: int | None = None, reading_key: str | None = None,
            log: Log = print) -> int:
-    """Run the streaming queries until SIGINT/SIGTERM, printing each batch's progress."""
+    """Run the streaming queries until SIGINT/SIGTERM, printing each batch's progress;
+    the exit status: 130 after SIGINT, 0 after SIGTERM."""
     queries = start(spark, journal, out, checkpoint, window=window, watermark=watermark,
                     trigger_s=trigger_s, max_files=max_files, reading_key=reading_key)
     log("following %s -> %s (checkpoint %s); stop with Ctrl-C" % (journal, out, checkpoint))
     stop = threading.Event()
+    got: list[int] = []
+
+    def on_signal(sig: int, _frame: object) -> None:
+        got.append(sig)
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+        signal.signal(sig, on_signal)
     failed: list[BaseException] = []
 
     def compactor() -> None:
@@ -131,4 +138,5 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
             while q.isActive and time.monotonic() < deadline:
                 time.sleep(0.1)
     log("stopped; restart with the same --out and --checkpoint to go on where it stopped")
-    return 0
+    # as a shell reports it: 128 + SIGINT after Ctrl-C, 0 after SIGTERM (a service stopped)
+    return 128 + signal.SIGINT if got[:1] == [signal.SIGINT] else 0

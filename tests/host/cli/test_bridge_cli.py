@@ -90,7 +90,7 @@ def test_view_in_a_terminal_then_ctrl_c_leaves_nothing_behind(tmp_path: Path) ->
 
 @pytest.mark.parametrize("args, message", [
     ([], "no boards"),
-    (["--config", "/nonexistent.toml"], "No such file"),
+    (["--config", "/nonexistent.toml"], "no such file"),
     (["--sim-boards", "2", "--sp-pub", "http://x"], "tcp://HOST:PORT"),
 ])
 def test_bad_invocations_one_clear_line(args: list[str], message: str) -> None:

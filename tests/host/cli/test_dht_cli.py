@@ -43,7 +43,9 @@ def test_help_lists_actions_and_examples(capsys: pytest.CaptureFixture[str]) -> 
     ["dht", "get", "--pubkey", "00" * 32, "--bootstrap", "nonsense"],
 ])
 def test_bad_arguments_exit_2(argv: list[str]) -> None:
-    assert main(argv) == 2
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
 
 
 def test_put_get_subscribe_through_a_node_process(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_config_tls_mistakes(pair: tuple[Path, Path], tmp_path: Path) -> None:
         ({"tcp": tcp, "tcp_tls_cert": 5, "tcp_tls_key": key}, "expected text"),
         ({"tcp": tcp, "tcp_tls_cert": key, "tcp_tls_key": key}, "not a PEM"),
         ({"tcp": tcp, "tcp_tls_cert": str(tmp_path / "nope.crt"), "tcp_tls_key": key},
-         "No such file"),
+         "no such file"),
     ]
     for cfg, needle in cases:
         with pytest.raises(ConfigError) as e:

@@ -139,6 +139,7 @@ class GatewayMesh:
         from pubmote.gateway.mesh.realm import PUB, Validators, gossip_topic
         from pubmote.p2p.pubsub.router import GossipSub
 
+        self.host.add_event_handler(self._on_peer_event)
         await self.host.start()
         self.gs = GossipSub(self.host, self.gossip_config)
         await self.gs.start()
@@ -163,6 +164,18 @@ class GatewayMesh:
                  ", ".join(str(a.with_p2p(str(self.host.peer_id)))
                            for a in self.host.listen_addrs) or "nothing",
                  self.realm.describe(), ", ".join(self.gs.subscriptions()))
+
+    def _on_peer_event(self, ev: Any) -> None:
+        """Peers joining and leaving, in the log (their number is in the status line)."""
+        from pubmote.p2p.host import CONNECTED, DISCONNECTED
+
+        if ev.kind == CONNECTED:
+            log.info("mesh: peer %s joined (%s, %s); %d peers", ev.peer_id,
+                     ev.connection.direction, ev.connection.remote_addr,
+                     len(self.host.connected_peers()))
+        elif ev.kind == DISCONNECTED:
+            log.info("mesh: peer %s left; %d peers", ev.peer_id,
+                     len(self.host.connected_peers()))
 
     async def close(self) -> None:
         self.hub.remove_publish_hook(self._on_publish_hook)
@@ -440,7 +453,7 @@ def mesh_enabled(cfg: dict[str, Any]) -> bool:
 
 async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
     """A started GatewayMesh from the bridge's config (mesh_listen, mesh_peer, realm,
-    realm_member, mesh_key_file, mesh_topics, mesh_out_queue; the gateway name is
+    realm_member, mesh_key_file, mesh_topic, mesh_out_queue; the gateway name is
     `gateway`)."""
     def listed(v: Any) -> list[str]:
         return [v] if isinstance(v, str) else [str(x) for x in (v or [])]
@@ -480,7 +493,7 @@ async def from_config(hub: Hub, cfg: dict[str, Any]) -> GatewayMesh:
                                   max_inbound_per_ip=lim.mesh_max_inbound_per_ip,
                                   handshake_timeout_s=lim.mesh_handshake_timeout_s))
     gm = GatewayMesh(hub, name=name, realm=realm, host=host, gossip_config=GossipConfig(),
-                     peers=peers, roots=check_roots(listed(cfg.get("mesh_topics")) or ["*"]),
+                     peers=peers, roots=check_roots(listed(cfg.get("mesh_topic")) or ["*"]),
                      out_queue=int(cfg.get("mesh_out_queue") or OUT_QUEUE))
     try:
         await gm.start()

@@ -1,0 +1,117 @@
+"""What a running bridge says about itself: every listener it bound (the start-up line),
+one status line of counters (what --no-view logs now and then, and at exit), and what is
+wrong with a board face (a simulated board whose app crashed)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pubmote_wire import sp
+
+if TYPE_CHECKING:
+    from pubmote.gateway.bridge import Bridge
+
+
+def _bound(server: Any) -> str:
+    """host:port (or the socket path) a server or datagram transport is bound to."""
+    socks = getattr(server, "sockets", None)
+    name = socks[0].getsockname() if socks else server.get_extra_info("sockname")
+    if isinstance(name, tuple):
+        host = name[0]
+        return "%s:%d" % ("[%s]" % host if ":" in host else host, name[1])
+    return str(name)
+
+
+def _where(listener: Any) -> str:
+    """An SP endpoint's or NDN face's URL as bound (tcp://HOST:0 shows its port)."""
+    if listener.server is not None and listener.url.startswith("tcp://"):
+        return "tcp://" + _bound(listener.server)
+    return str(listener.url)
+
+
+def listeners(bridge: Bridge) -> list[str]:
+    """Every address the bridge listens on, as bound (a port 0 shows the port it got)."""
+    out = []
+    tls = " (TLS)" if bridge.link_guard is not None else ""
+    for srv in bridge.servers:
+        kind = "UDP" if hasattr(srv, "get_extra_info") and not hasattr(srv, "sockets") \
+            else "TCP"
+        out.append("%s boards %s%s" % (kind, _bound(srv), tls if kind == "TCP" else ""))
+    out.extend("NDN %s" % _where(ndn) for ndn in bridge.ndn)
+    for ep in bridge.sp:
+        out.append("SP %s %s" % ("PUB" if ep.proto == sp.PUB else "SUB", _where(ep)))
+    out.extend("serial %s" % getattr(f, "port", "?") for f in bridge.faces if hasattr(f, "baud"))
+    mesh = bridge.mesh
+    if mesh is not None and mesh.host is not None:
+        pid = str(mesh.host.peer_id)
+        out.extend("mesh %s" % a.with_p2p(pid) for a in mesh.host.listen_addrs)
+    if bridge.retained is not None and bridge.retained.node.transport is not None:
+        out.append("DHT udp %s" % _bound(bridge.retained.node.transport))
+    return out
+
+
+def board_problem(bridge: Bridge, face: Any) -> str | None:
+    """What is wrong with the board behind a face, when the bridge knows: a simulated
+    board whose process ended shows "crashed: <the last error line of its log>"."""
+    fleet = bridge.fleet
+    port = getattr(face, "port", None)
+    if fleet is None or port is None or not hasattr(fleet, "crashed"):
+        return None
+    why: str | None = fleet.crashed().get(str(port))
+    return None if why is None else "crashed: %s" % why
+
+
+def status_line(bridge: Bridge) -> str:
+    """One line of counters: boards, messages, faces, SP, NDN, mesh, DHT, journal."""
+    hub = bridge.hub
+    faces = bridge.all_faces()
+    boards = sorted(b.name for b in hub.board_infos() if b.up)
+    registered = {b.face_id for b in hub.board_infos()}
+    down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
+            for f in faces if not f.up]
+    for f in faces:
+        why = board_problem(bridge, f)
+        if why is not None and f.face_id not in registered:
+            down.append("%s (%s)" % (f.label, why))
+    c = hub.stats()
+    parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
+    if down:
+        parts.append("down: %s" % "; ".join(down))
+    parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (
+        c["messages"], c["bad_packets"], c["fetch_failed"],
+        sum(f.bad_frames() for f in faces if hasattr(f, "bad_frames"))))
+    if bridge.link_guard is not None:
+        parts.append(bridge.link_guard.summary())
+    for ep in bridge.sp:
+        if ep.proto == sp.PUB:
+            parts.append("SP PUB %s: %d clients, %d sent in %d writes, %d dropped, "
+                         "bridge-added latency %s" % (
+                             _where(ep), ep.clients(), ep.counters["sent"],
+                             ep.counters["writes"], ep.counters["dropped"],
+                             ep.latency.summary()))
+        else:
+            parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
+                _where(ep), ep.clients(), ep.counters["received"],
+                ep.counters["bad_messages"] + ep.counters["bad_streams"]))
+    for ndn in bridge.ndn:
+        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
+            _where(ndn), len(ndn.faces), ndn.admission.refused,
+            ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
+    mesh = bridge.mesh
+    if mesh is not None and mesh.host is not None:
+        m = mesh.counters
+        parts.append("mesh: %d peers, %d out, %d in, %d out dropped, %d bad in" % (
+            len(mesh.host.connected_peers()), m["out"], m["in"], m["out_dropped"],
+            m["in_bad"]))
+    if bridge.retained is not None:
+        r, node = bridge.retained.counters, bridge.retained.node
+        parts.append("DHT: %d nodes known, %d topics, %d published, %d received, "
+                     "%d dropped" % (len(node.table), len(bridge.retained.entries),
+                                     r["published"], r["received"], r["dropped"]))
+    if bridge.journal is not None:
+        parts.append(bridge.journal.status_line())
+    errors = bridge.internal_errors()
+    if errors:
+        parts.append("internal errors %d (contained; see the log)" % errors)
+    parts.append("limits hit: %s" % bridge.limit_summary())
+    return "; ".join(parts)
