@@ -79,7 +79,10 @@ def _fine_as_json(key: str, text: str) -> bool:
 
 
 def _deploy(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = main(["deploy", "--board", "unix", "--port", "/nonexistent/repl", *args])
+    try:  # refused at parse time (SystemExit, argparse) or by the command (its status)
+        code = main(["deploy", "--board", "unix", "--port", "/nonexistent/repl", *args])
+    except SystemExit as e:
+        code = int(e.code or 0)
     return code, capsys.readouterr().err
 
 
@@ -103,7 +106,10 @@ def test_deploy_refuses_before_touching_the_board(capsys: pytest.CaptureFixture[
 
 
 def test_bridge_checks_sim_app_config(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bridge", "--sim-boards", "1", "--sp-pub", "none", "--sp-sub", "none",
-                 "--sim-app-config", "{\"period_ms\": \"abc\"}"])
+    try:
+        code = main(["bridge", "--sim-boards", "1", "--sp-pub", "none", "--sp-sub", "none",
+                     "--sim-app-config", "{\"period_ms\": \"abc\"}"])
+    except SystemExit as e:
+        code = int(e.code or 0)
     err = capsys.readouterr().err
     assert code == 2 and "--sim-app-config" in err and "period_ms" in err
