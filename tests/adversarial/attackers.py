@@ -102,10 +102,10 @@ def sp_urls() -> dict[str, list[str]]:
 @contextlib.asynccontextmanager
 async def genuine_bridge(tmp: Path, m: Measure, **cfg: Any) -> AsyncIterator[tuple[Any, Genuine]]:
     """A bridge (SP endpoints on free ports unless cfg names them) with one genuine probe
-    board, sim1, publishing every 200 ms; yields once the board is registered and served,
+    board, sim1, publishing every 100 ms; yields once the board is registered and served,
     with m.before() taken. At the end: m's `after` and the board's acked and lost."""
     cfg = {**sp_urls(), **cfg}
-    extra = {"seq_period_ms": 200, "acked_log": "acked-sim1.log", **cfg.pop("extra", {})}
+    extra = {"seq_period_ms": 100, "acked_log": "acked-sim1.log", **cfg.pop("extra", {})}
     async with bridge_with_boards(tmp, 1, app="probe_app", period_ms=200, extra=extra,
                                   **cfg) as bridge:
         await boards_registered(bridge, ["sim1"])

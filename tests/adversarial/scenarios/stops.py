@@ -44,7 +44,7 @@ def _one_stop(tmp: Path, sig: int, past_buffers: int) -> dict[str, Any]:
     m = Measure()
     url = "tcp://127.0.0.1:%d" % free_port()
     udp = free_port()
-    tmp.mkdir()
+    tmp.mkdir(parents=True, exist_ok=True)
     conf = tmp / "gw.toml"
     conf.write_text(CONFIG)
     m.bound = Bound(load_config(str(conf), {"journal": str(tmp / "journal")})).sp_pub(2) \
