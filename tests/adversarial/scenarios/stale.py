@@ -73,11 +73,12 @@ async def mesh_forgery(tmp: Path, scale: float = 1) -> dict[str, Any]:
             await wait_until(lambda: len(gs.mesh_peers(PUB)) >= 1, 20, "outsider meshed")
             forged = [(BIG, BIG), (a.epoch + 10**9, 1), (a.epoch, BIG), (a.epoch, 4),
                       (a.epoch, 10**6), (a.epoch - 1, 10**6), (1, 1), (0, 1)]
-            for r in range(rounds):
+            for r in range(rounds):  # each round a step further (back, from the largest)
                 for epoch, seq in forged:
                     await gs.publish(PUB, Envelope(
                         topic="/site/forged", payload=b"forged", board="sp:1", gateway="A",
-                        ts_ms=1, epoch=epoch, seq=seq + r).encode())
+                        ts_ms=1, epoch=epoch, seq=seq + r if seq + r <= BIG else seq - r
+                    ).encode())
             await wait_until(lambda: b.counters["name_conflicts"] >= 1, 20,
                              "the forgeries at B")
             # while the outsider is still there, and after: every real message arrives
