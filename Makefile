@@ -189,12 +189,20 @@ fuzz: setup
 	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS) --stats $(FUZZ_STATS) $(if $(FUZZ_ONLY),--only $(FUZZ_ONLY))
 
 ## make harden-report: fuzzing (the last make fuzz's FUZZ_STATS; without them it fuzzes
-##   FUZZ_SECONDS, default 10, per target or FUZZ_ONLY's), fault and authentication figures,
-##   and the bridge's memory over a flood of FLOOD_SECONDS (default 600).
-##   make harden-report FLOOD_SECONDS=3 FUZZ_SECONDS=1 FUZZ_ONLY=cbor: a short run
+##   FUZZ_SECONDS, default 10, per target or FUZZ_ONLY's), then every attack and fault
+##   scenario of tests/adversarial/scenarios at HARDEN_SCALE (default 10) times the
+##   adversarial tests' sizes, HARDEN_JOBS (default 2) at a time, one row each: acked
+##   messages lost, the bridge's RSS before/peak/after against the bound its limits imply,
+##   the genuine board's recovery; the board flood lasts FLOOD_SECONDS (default 600). Exit
+##   status 1 if anything acked was lost, a bound exceeded or a recovery over 10 s.
+##   make harden-report FLOOD_SECONDS=3 HARDEN_SCALE=1 HARDEN_JOBS=3 FUZZ_SECONDS=1
+##   FUZZ_ONLY=cbor: the short run (about a minute) that make test runs
 FLOOD_SECONDS ?= 600
+HARDEN_SCALE ?= 10
+HARDEN_JOBS ?= 2
 harden-report: setup
-	FLOOD_SECONDS=$(FLOOD_SECONDS) FUZZ_STATS=$(FUZZ_STATS) $(if $(FUZZ_ONLY),FUZZ_ONLY=$(FUZZ_ONLY)) \
+	FLOOD_SECONDS=$(FLOOD_SECONDS) HARDEN_SCALE=$(HARDEN_SCALE) HARDEN_JOBS=$(HARDEN_JOBS) \
+	  FUZZ_STATS=$(FUZZ_STATS) $(if $(FUZZ_ONLY),FUZZ_ONLY=$(FUZZ_ONLY)) \
 	  $(PY) bench/harden/report.py
 
 clean:

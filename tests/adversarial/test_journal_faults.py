@@ -2,7 +2,8 @@
 every errno class the journal names (disk full, quota, read-only, too many open files,
 I/O error, no permission) on each operation it makes (open, write, fsync, rename), the
 folder removed mid-run, and, where the machine lets us mount one, a real small file system
-run out of space and of inodes. In each: the relay never stops (every message a board saw
+run out of space and of inodes (those two and the removed folder are scenarios of
+`make harden-report` too: tests/adversarial/scenarios/journal.py). In each: the relay never stops (every message a board saw
 acked reaches the SP subscriber, with no long pause), the journal holds what the disk
 refused and writes it, in order, once the fault clears (none lost), and its counters say
 exactly what failed."""
@@ -10,22 +11,17 @@ exactly what failed."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
-import json
 import os
 import shutil
-import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pynng
 import pytest
+from scenarios import journal as journal_scenarios
+from scenarios.journal import SEQ, TimedCollector, files_records, relayed_seqs, with_board
 
-from e2e import Collector, boards_registered, bridge_with_boards, free_port, wait_until
-from faults import _acked_arrive
+from e2e import wait_until
 from pubmote.core import journal
 from pubmote.core.journal import Journal
 
@@ -33,7 +29,6 @@ from pubmote.core.journal import Journal
 ERRNOS = [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EMFILE, errno.ENFILE, errno.EIO,
           errno.EACCES]
 OPS = {"open": "open", "write": "write", "fsync": "fsync", "rename": "replace"}
-SEQ = b"/test/sim1/seq|"
 MAX_PAUSE_S = 2.0  # the board publishes every 20 ms; the relay may never stall this long
 
 
@@ -73,74 +68,13 @@ def _journal_op_config(op: str) -> dict[str, Any]:
     return {"journal_max_bytes": 4096, "journal_fsync": "always" if op == "fsync" else "rotate"}
 
 
-def _files_records(d: Path) -> list[dict[str, Any]]:
-    out = []
-    for f in sorted(d.glob("journal-*.jsonl")):
-        out.extend(json.loads(line) for line in f.read_text().splitlines())
-    return out
-
-
-def _relayed_seqs(recs: list[dict[str, Any]]) -> list[int]:
-    return [int(bytes.fromhex(r["payload"]).split(b"|")[0]) for r in recs
-            if r.get("outcome") == "relayed" and r.get("topic") == "/test/sim1/seq"]
-
-
-class TimedCollector(Collector):
-    """A Collector that also keeps when each message arrived."""
-
-    def __init__(self, url: str, *prefixes: bytes) -> None:
-        self.times: list[float] = []
-        super().__init__(url, *prefixes)
-
-    async def _run(self) -> None:
-        with contextlib.suppress(pynng.Closed):
-            while True:
-                self.lines.append(await self.sock.arecv())
-                self.times.append(time.monotonic())
-
-    def max_pause_s(self, since: float) -> float:
-        t = [x for x in self.times if x >= since]
-        return max((b - a for a, b in zip(t, t[1:], strict=False)), default=0.0)
-
-
-async def _with_board(tmp: Path, jdir: Path, body: Callable[[Any, TimedCollector], Any],
-                      **cfg: Any) -> dict[str, Any]:
-    """A bridge journaling into jdir, one simulated board publishing every 20 ms (logging
-    what it saw acked), an SP subscriber; body(bridge, collector) does the damage. Then the
-    board stops and the figures are gathered (the journal closed with the bridge)."""
-    url = "tcp://127.0.0.1:%d" % free_port()
-    extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
-    async with bridge_with_boards(tmp / "sim", 1, app="probe_app", extra=extra, sp_pub=[url],
-                                  journal=str(jdir), **cfg) as bridge:
-        await boards_registered(bridge, ["sim1"])
-        col = TimedCollector(url, SEQ)
-        try:
-            await col.wait_for(SEQ, 10)
-            t0 = time.monotonic()
-            figures = await body(bridge, col)
-            n = len(col.lines)
-            await col.wait_for(SEQ, n + 20)  # a genuine board still served after it all
-            pause = col.max_pause_s(t0)
-            assert bridge.fleet is not None
-            bridge.fleet.boards[0].power_off()
-            acked, lost = await _acked_arrive(col, SEQ, tmp / "sim" / "acked.log")
-            received = sorted({int(x[len(SEQ):]) for x in col.lines})
-        finally:
-            col.close()
-        j = bridge.journal
-        assert j is not None
-    status = j.status()  # after the bridge closed it
-    figures.update({"acked": len(acked), "acked_lost": lost, "max_pause_s": round(pause, 2),
-                    "received": received, "status": status})
-    return figures
-
-
 def _check(r: dict[str, Any], journaled: list[int]) -> None:
     s = r["status"]
     print("acked %d, acked lost %d, longest relay pause %.2f s, journaled %d, journal %s" % (
-        r["acked"], len(r["acked_lost"]), r["max_pause_s"], len(journaled),
+        r["acked"], r["acked_lost"], r["max_pause_s"], len(journaled),
         {k: s[k] for k in ("records", "records_lost", "write_errors", "errors")}))
-    assert r["acked"] > 50 and r["acked_lost"] == [], r
+    assert r["acked"] > 50 and r["acked_lost"] == 0, r["lost_examples"]
+    assert r["within_bound"], r
     assert r["max_pause_s"] < MAX_PAUSE_S, r
     assert s["records_lost"] == 0 and s["backlog_records"] == 0 and not s["failing"], s
     # every relayed message journaled, once, in order
@@ -182,7 +116,7 @@ def test_journal_holds_and_writes_back_in_order(tmp_path: Path, monkeypatch: pyt
     s = j.status()
     assert not s["failing"] and s["backlog_records"] == 0 and s["records_lost"] == 0, s
     j.close()
-    assert [r["n"] for r in _files_records(tmp_path)] == list(range(n))
+    assert [r["n"] for r in files_records(tmp_path)] == list(range(n))
     assert not list(tmp_path.glob(".journal-*")), "a file left in progress"
     assert j.counters["records"] == n
     assert j.counters["write_errors"] == sum(fault.raised.values())
@@ -208,7 +142,7 @@ def test_backlog_is_bounded_and_its_drops_counted(tmp_path: Path,
     fault2.clear()
     j.close()
     # the newest 50 were kept, and written in order
-    assert [r["n"] for r in _files_records(tmp_path)] == list(range(150, 200))
+    assert [r["n"] for r in files_records(tmp_path)] == list(range(150, 200))
 
 
 def test_a_fault_at_the_stop_is_counted_and_its_file_recovered(
@@ -229,7 +163,7 @@ def test_a_fault_at_the_stop_is_counted_and_its_file_recovered(
     write.clear()
     j2 = Journal(tmp_path)
     j2.open()  # the next start puts it in place
-    assert [r["n"] for r in _files_records(tmp_path)] == list(range(5))
+    assert [r["n"] for r in files_records(tmp_path)] == list(range(5))
 
 
 def test_removed_folder_is_made_again_and_its_open_file_rewritten(tmp_path: Path) -> None:
@@ -244,14 +178,14 @@ def test_removed_folder_is_made_again_and_its_open_file_rewritten(tmp_path: Path
             n += 1
         if when == "between files":
             j.rotate()
-        consumed += _files_records(d)  # a reader takes the finished files, then
+        consumed += files_records(d)  # a reader takes the finished files, then
         shutil.rmtree(d)               # the whole folder is removed
         for _ in range(5):
             j.record({"n": n})  # still written (to a removed file, or a folder made again)
             n += 1
         j.tick()
     j.close()
-    assert [r["n"] for r in consumed + _files_records(d)] == list(range(n))
+    assert [r["n"] for r in consumed + files_records(d)] == list(range(n))
     s = j.status()
     assert s["records_lost"] == 0 and s["errors"] == {"ENOENT": 3}, s
     # the records of the two files open when their folder went (35 and 40), written again
@@ -273,7 +207,7 @@ def test_a_folder_it_cannot_make_at_start_is_a_fault_until_it_can(tmp_path: Path
     j.tick()
     assert not j.status()["failing"] and j.status()["backlog_records"] == 0
     j.close()
-    assert [r["n"] for r in _files_records(d)] == [0, 1, 2]
+    assert [r["n"] for r in files_records(d)] == [0, 1, 2]
 
 
 # -- a bridge with a simulated board: the relay goes on, the journal catches up
@@ -302,82 +236,29 @@ def test_bridge_relays_through_every_journal_fault(tmp_path: Path,
                              "the journal to recover from %s on %s" % (name, op))
         return {"raised": dict(fault.raised)}
 
-    r = asyncio.run(_with_board(tmp_path, jdir, damage, **_journal_op_config(op)))
-    _check(r, _relayed_seqs(_files_records(jdir)))
+    r = asyncio.run(with_board(tmp_path, jdir, damage, **_journal_op_config(op)))
+    _check(r, relayed_seqs(files_records(jdir)))
     assert r["status"]["errors"] == r["raised"], r  # every failure counted, by errno
     assert set(r["raised"]) == {errno.errorcode[e] for e in ERRNOS}
 
 
 def test_bridge_relays_while_its_journal_folder_is_removed(tmp_path: Path) -> None:
-    jdir = tmp_path / "journal"
-    consumed: list[dict[str, Any]] = []
-
-    async def damage(bridge: Any, col: TimedCollector) -> dict[str, Any]:
-        j = bridge.journal
-        for k in range(3):
-            await asyncio.sleep(0.3 * k)  # at different points of a file's life
-            before = j.status()["errors"].get("ENOENT", 0)
-            consumed.extend(_files_records(jdir))  # a reader takes the finished files,
-            shutil.rmtree(jdir)  # then the folder goes (nothing runs in between)
-            await wait_until(lambda b=before: j.status()["errors"].get("ENOENT", 0) > b, 30,
-                             "the journal to notice its folder gone")
-            await wait_until(lambda: jdir.is_dir() and not j.status()["failing"], 30,
-                             "the journal to write again")
-        return {"salvaged": j.counters["salvaged"]}
-
-    r = asyncio.run(_with_board(tmp_path, jdir, damage, journal_max_bytes=1 << 20))
-    _check(r, _relayed_seqs(consumed + _files_records(jdir)))
+    r = asyncio.run(journal_scenarios.journal_removed(tmp_path))
+    _check(r, r["journaled"])
     assert r["salvaged"] > 0 and r["status"]["errors"]["ENOENT"] >= 3, r
 
 
 # -- a real small file system (root only)
 
 
-@contextlib.contextmanager
-def _tmpfs(where: Path, options: str) -> Any:
-    where.mkdir()
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        reason = "cannot mount a small tmpfs here (%s): real-file-system variant skipped" % (
-            (p.stderr or p.stdout).strip() or "mount exit %d" % p.returncode)
-        print(reason)
-        pytest.skip(reason)
-    try:
-        yield where
-    finally:
-        if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True)
-
-
-@pytest.mark.parametrize("options, what", [("size=64k,nr_inodes=4096", "space"),
-                                           ("size=8m,nr_inodes=16", "inodes")])
-def test_bridge_journal_on_a_full_file_system(tmp_path: Path, options: str, what: str) -> None:
-    consumed: list[dict[str, Any]] = []
-    with _tmpfs(tmp_path / "mnt", options) as mnt:
-        jdir = mnt / "journal"
-
-        async def damage(bridge: Any, col: TimedCollector) -> dict[str, Any]:
-            j = bridge.journal
-            fills = 0
-            for _ in range(2):
-                # let it fill up: the disk refuses, the relay goes on
-                await wait_until(lambda: j.status()["failing"], 60,
-                                 "the %s of the file system to run out" % what)
-                fills += 1
-                n = len(col.lines)
-                await col.wait_for(SEQ, n + 25)
-                assert j.status()["backlog_records"] > 0
-                consumed.extend(_files_records(jdir))  # a reader takes the finished files
-                for f in jdir.glob("journal-*.jsonl"):
-                    f.unlink()
-                await wait_until(lambda: not j.status()["failing"], 30,
-                                 "the journal to write again once there is room")
-            return {"fills": fills}
-
-        r = asyncio.run(_with_board(tmp_path, jdir, damage, journal_max_bytes=6000))
-        journaled = _relayed_seqs(consumed + _files_records(jdir))
-    _check(r, journaled)
+@pytest.mark.parametrize("what", ["space", "inodes"])
+def test_bridge_journal_on_a_full_file_system(tmp_path: Path, what: str) -> None:
+    r = asyncio.run(journal_scenarios.journal_full(tmp_path, what=what))
+    if "skipped" in r:
+        print(r["skipped"])
+        pytest.skip(r["skipped"] + ": real-file-system variant skipped")
+    _check(r, r["journaled"])
+    assert r["fills"] >= 2 and r["held_while_full"] > 0, r  # held in memory while full
     assert r["status"]["errors"].get("ENOSPC", 0) >= 2, r
 
 

@@ -2,78 +2,38 @@
 them), however it comes back (same face or another); one that only re-registers is not
 handed them twice. And a BEP 50 overlay member that missed a put catches up by itself:
 the publisher retries the members it could not reach, and every member asks its overlay
-for newer values in its upkeep, so nobody stays stale until the next publish."""
+for newer values in its upkeep, so nobody stays stale until the next publish. The
+restarted board's scenario: tests/adversarial/scenarios/stale.py."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
-from hub_face import StubFace
+from attackers import run as run_scenario
+from scenarios import stale
 
 from e2e import wait_until
-from pubmote.core.hub import Hub, Message
 from pubmote.dht import bep44
 from pubmote.dht.bep50 import TopicOverlay
 from pubmote.dht.node import DhtNode
-from pubmote.gateway.retained import RetainedTopics
-from pubmote_wire import control
-
-TOPIC = b"/site/temp"
 
 
 def run(coro_fn: Callable[[], Awaitable[None]], timeout_s: float = 60) -> None:
     asyncio.run(asyncio.wait_for(coro_fn(), timeout_s))
 
 
-def _register(hub: Hub, face: StubFace, board: str, boot: int | None) -> None:
-    params = control.register_params(board, "/pubmote/node/" + board, [b"/site/"], [],
-                                     False, boot)
-    buf = bytearray(len(params) + 256)
-    n = control.encode_register(buf, 0, board.encode(), params, -1, 1500, None, None, None)
-    hub.on_packet(face, bytes(buf[:n]))
-
-
-def _handed(hub: Hub, board: str) -> int:
-    """How many times the retained value was queued for the board (its outbox holds what
-    the StubFace never fetches)."""
-    return sum(1 for m in hub.boards[board].outbox if m.topic == TOPIC)
-
-
-def test_restarted_board_is_handed_retained_values_again() -> None:
-    async def body() -> None:
-        hub = Hub()
-        rt = RetainedTopics(hub, [TOPIC.decode()], key=bep44.KeyPair.generate(),
-                            host="127.0.0.1", query_timeout_s=0.3)
-        await rt.start()
-        try:
-            hub.publish(Message(TOPIC, b"21.5", "b0", "serial"))
-            await wait_until(lambda: rt.last(TOPIC) is not None, 20, "the retained value")
-            face, other = StubFace(1), StubFace(2)
-            cases: list[tuple[StubFace, int | None, int]] = [
-                (face, 7, 1),    # first registration: handed
-                (face, 7, 1),    # keepalive, same start-up: not again
-                (face, 8, 2),    # restarted on the same face: handed again
-                (other, 8, 2),   # moved to another face, same start-up: it has it
-                (other, 9, 3),   # restarted on that face: again
-                (face, 9, 3),    # back on the first face, same start-up: not again
-            ]
-            for i, (f, boot, want) in enumerate(cases):
-                _register(hub, f, "b1", boot)
-                assert _handed(hub, "b1") == want, "case %d: %r" % (i, (f.face_id, boot))
-            # a board that sends no start-up number is known by its face
-            _register(hub, face, "b2", None)
-            _register(hub, face, "b2", None)
-            assert _handed(hub, "b2") == 1
-            _register(hub, other, "b2", None)
-            assert _handed(hub, "b2") == 2
-            assert rt.counters["given_to_boards"] == 5
-        finally:
-            await rt.close()
-            await hub.close()
-
-    run(body)
+def test_restarted_board_is_handed_retained_values_again(tmp_path: Path) -> None:
+    r = run_scenario(stale.retained_reboot(tmp_path), 60)
+    for i, (face, boot, handed, want) in enumerate(r["handed"]):
+        assert handed == want, "case %d: face %d, start-up %s: handed %d times" % (
+            i, face, boot, handed)
+    # a board that sends no start-up number is known by its face
+    assert r["b2"] == [1, 2], r["b2"]
+    assert r["given_to_boards"] == 5, r
+    assert r["recovery_s"] is not None and r["within_bound"], r
 
 
 async def _pair(host_a: str, host_b: str, **kw_b: Any) -> tuple[DhtNode, DhtNode]:

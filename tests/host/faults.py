@@ -1,6 +1,8 @@
 """Fault-injection scenarios shared by the tests (tests/host/gateway/test_faults.py) and by
-`make harden-report` (bench/harden/report.py): each returns its figures as a dict and
-raises AssertionError if pubmote lost an acknowledged message or starved a board."""
+`make harden-report` (bench/harden/report.py, through tests/adversarial/scenarios): each
+returns its figures as a dict and raises AssertionError if pubmote lost an acknowledged
+message or starved a board; given a Measure (measure.py), it also takes the bridge's
+memory around the fault and the board's recovery."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from measure import Bound, Measure
 
 from e2e import (
     APPS,
@@ -59,8 +63,9 @@ async def _acked_arrive(col: Collector, prefix: bytes, acked_log: Path,
 
 
 async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
-                     drop: float = 2e-3) -> dict[str, Any]:
+                     drop: float = 2e-3, measure: Measure | None = None) -> dict[str, Any]:
     """A serial line with a bit-error rate and lost bytes: every acked message arrives."""
+    m = measure or Measure()
     url = "tcp://127.0.0.1:%d" % free_port()
     extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
     async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url]) as bridge:
@@ -70,15 +75,21 @@ async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
         col = Collector(url, b"/test/sim1/seq|")
         try:
             await col.wait_for(b"/test/sim1/seq|", 5)
+            m.bound = Bound(bridge.cfg).sp_pub(1)
+            m.before()
             board.cable.bit_error_rate, board.cable.drop_rate = ber, drop
             await asyncio.sleep(seconds)  # the length of the noisy spell, not a wait
             board.cable.bit_error_rate = board.cable.drop_rate = 0.0
             # the link recovers (and the retries of what the noise hit go through): 100
             # more messages arrive, then the board stops, so nothing more is acked
-            n = len(col.lines)
+            n, t0 = len(col.lines), time.monotonic()
+            await col.wait_for(b"/test/sim1/seq|", n + 1, timeout_s=60)
+            m.recovered(time.monotonic() - t0)
             await col.wait_for(b"/test/sim1/seq|", n + 100, timeout_s=60)
+            m.sample()
             board.power_off()
             acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
+            m.acked_figures(len(acked), lost)
         finally:
             col.close()
         face = bridge.hub.boards["sim1"].face
@@ -88,9 +99,11 @@ async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
                 "acked_lost": len(lost), "lost_examples": lost[:10]}
 
 
-async def resets_mid_publish(tmp: Path, *, resets: int = 5) -> dict[str, Any]:
+async def resets_mid_publish(tmp: Path, *, resets: int = 5,
+                             measure: Measure | None = None) -> dict[str, Any]:
     """Power cut at random moments while a board publishes every 20 ms (soft state gone
     with it): every message the board saw acked before the cut arrives."""
+    m = measure or Measure()
     url = "tcp://127.0.0.1:%d" % free_port()
     extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
     rng = random.Random(7)
@@ -101,24 +114,32 @@ async def resets_mid_publish(tmp: Path, *, resets: int = 5) -> dict[str, Any]:
         col = Collector(url, b"/test/sim1/seq|")
         try:
             await col.wait_for(b"/test/sim1/seq|", 5)
+            m.bound = Bound(bridge.cfg).sp_pub(1)
+            m.before()
             for _ in range(resets):
                 await asyncio.sleep(0.5 + rng.random())
                 board.power_off()
                 await asyncio.sleep(0.2)
                 board.start()
-                n = len(col.lines)
+                n, t0 = len(col.lines), time.monotonic()
+                await col.wait_for(b"/test/sim1/seq|", n + 1, timeout_s=20)
+                m.recovered(time.monotonic() - t0)  # from the power coming back
                 await col.wait_for(b"/test/sim1/seq|", n + 5, timeout_s=20)
+            m.sample()
             board.power_off()
             acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
+            m.acked_figures(len(acked), lost)
         finally:
             col.close()
         return {"resets": resets, "acked": len(acked), "acked_lost": len(lost),
                 "lost_examples": lost[:10]}
 
 
-async def slow_subscriber(tmp: Path, *, after: int = 500) -> dict[str, Any]:
+async def slow_subscriber(tmp: Path, *, after: int = 500,
+                          measure: Measure | None = None) -> dict[str, Any]:
     """An SP subscriber that never reads: its buffer is bounded and its drops counted; a
     second subscriber gets every message."""
+    m = measure or Measure()
     url = "tcp://127.0.0.1:%d" % free_port()
     extra = {"seq_period_ms": 2, "pad": 600}
     async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url],
@@ -132,6 +153,8 @@ async def slow_subscriber(tmp: Path, *, after: int = 500) -> dict[str, Any]:
         col = Collector(url, b"/test/sim1/seq|")
         try:
             await col.wait_for(b"/test/sim1/seq|", 5)
+            m.bound = Bound(bridge.cfg).sp_pub(2)
+            m.before()
             ep = bridge.sp[0]
             await wait_until(lambda: ep.counters["dropped"] > 0, 60,
                              "the slow subscriber's buffer to overflow")
@@ -140,6 +163,7 @@ async def slow_subscriber(tmp: Path, *, after: int = 500) -> dict[str, Any]:
             await col.wait_for(b"/test/sim1/seq|", n + after, timeout_s=60)
             await wait_until(lambda: ep.counters["dropped"] > dropped + 10, 60,
                              "more drops for the slow subscriber")
+            m.sample()
         finally:
             col.close()
             slow.close()
@@ -149,9 +173,11 @@ async def slow_subscriber(tmp: Path, *, after: int = 500) -> dict[str, Any]:
                 "delivered_to_fast": len(seqs), "fast_gaps": gaps}
 
 
-async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, Any]:
+async def flood_from_one_board(tmp: Path, *, seconds: float = 6,
+                               measure: Measure | None = None) -> dict[str, Any]:
     """One board publishes as fast as the bridge acks; another, every 50 ms, keeps its
     share: none of its publishes fails and every acked one arrives."""
+    m = measure or Measure()
     url = "tcp://127.0.0.1:%d" % free_port()
     async with bridge_with_boards(tmp, 2, app="probe_app", sp_pub=[url]) as bridge:
         await boards_registered(bridge, ["sim1", "sim2"])
@@ -172,15 +198,19 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, An
             await wait_until(lambda: _count(bridge, b"/bench/sim1/data") >= 100, 30, "the flood")
             await col.wait_for(b"/test/sim2/seq|", 5)
             flood_start = _count(bridge, b"/bench/sim1/data")
+            m.bound = Bound(bridge.cfg).sp_pub(1).boards()
+            m.before()
             rss_start = rss_kb()
             t0 = time.monotonic()
             await asyncio.sleep(seconds)
             elapsed = time.monotonic() - t0
             flood_msgs = _count(bridge, b"/bench/sim1/data") - flood_start
             rss_end = rss_kb()
+            m.sample()
             flood.power_off()
             calm.power_off()
             acked, lost = await _acked_arrive(col, b"/test/sim2/seq|", tmp / "acked-calm.log")
+            m.acked_figures(len(acked), lost)
         finally:
             col.close()
         return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
@@ -190,9 +220,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6) -> dict[str, An
                 "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
 
 
-async def bridge_killed_and_restarted(tmp: Path) -> dict[str, Any]:
+async def bridge_killed_and_restarted(tmp: Path, *, after: int = 20,
+                                      measure: Measure | None = None) -> dict[str, Any]:
     """A bridge in its own process, killed (SIGKILL) while a board publishes every 50 ms,
-    then started again: every message the board saw acked arrives."""
+    then started again: every message the board saw acked arrives (`after` of them after
+    the restart). The recovery: from the restart to the first message after it."""
+    m = measure or Measure()
     exe = str(Path(sys.executable).parent / "pubmote")
     sp_pub = "tcp://127.0.0.1:%d" % free_port()
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
@@ -212,13 +245,21 @@ async def bridge_killed_and_restarted(tmp: Path) -> dict[str, Any]:
     pub = Publisher(sp_sub)
     try:
         await col.wait_for(b"/test/sim1/seq|", 20, timeout_s=30)
+        m.watch(bridge.pid)
+        m.before()
+        m.sample()
         os.kill(bridge.pid, signal.SIGKILL)
         await bridge.wait()
         at_kill = len(col.with_prefix(b"/test/sim1/seq|"))
         await asyncio.sleep(1.0)
         bridge = await start_bridge()
-        await col.wait_for(b"/test/sim1/seq|", at_kill + 20, timeout_s=30)
+        t0 = time.monotonic()
+        m.watch(bridge.pid)
+        await col.wait_for(b"/test/sim1/seq|", at_kill + 1, timeout_s=30)
+        m.recovered(time.monotonic() - t0)
+        await col.wait_for(b"/test/sim1/seq|", at_kill + after, timeout_s=30)
         report = await probe_report(pub, col, "sim1", resend=True)
+        m.sample()
     finally:
         col.close()
         pub.close()
@@ -233,6 +274,7 @@ async def bridge_killed_and_restarted(tmp: Path) -> dict[str, Any]:
     # message our subscriber saw; the last few may still be in flight at the report
     acked = set(range(min(received), sent)) - failed
     missing = sorted(s for s in acked if s not in received and s < sent - 5)
+    m.acked_figures(len(acked), missing)
     assert len(acked) >= 30  # the scenario ran: messages before and after the restart
     assert not missing, "acked but never delivered: %s" % missing[:20]
     return {"kills": 1, "acked": len(acked), "acked_lost": len(missing)}

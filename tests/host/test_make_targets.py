@@ -247,13 +247,33 @@ def test_fuzz_short_fuzzes_every_target(tmp_path: Path) -> None:
 @pytest.mark.early
 @pytest.mark.timeout(600)
 def test_harden_report_short_shows_nothing_acked_lost(tmp_path: Path) -> None:
-    """With no fuzz stats it fuzzes (FUZZ_ONLY's targets, FUZZ_SECONDS each) first."""
-    p = make("harden-report", "FLOOD_SECONDS=3", "FUZZ_SECONDS=1", "FUZZ_ONLY=cbor",
-             "FUZZ_STATS=%s" % (tmp_path / "stats.json"), timeout_s=540)
+    """With no fuzz stats it fuzzes (FUZZ_ONLY's targets, FUZZ_SECONDS each) first; then a
+    row per scenario of tests/adversarial/scenarios, each with its figures."""
+    if str(ROOT / "tests" / "adversarial") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests" / "adversarial"))
+    from scenarios import SCENARIOS
+
+    p = make("harden-report", "FLOOD_SECONDS=3", "HARDEN_SCALE=1", "HARDEN_JOBS=3",
+             "FUZZ_SECONDS=1", "FUZZ_ONLY=cbor", "FUZZ_STATS=%s" % (tmp_path / "stats.json"),
+             timeout_s=540)
     out = succeeded(p, "Acknowledged messages lost, all scenarios: 0 (must be 0)",
-                    "bridge kill -9 and restart: 1", "flood from one board (3 s)")
+                    "Memory bounds exceeded: 0 (must be 0)",
+                    "Recoveries over 10 s: 0 (must be 0)", "Scenarios failed: 0 (must be 0)",
+                    "HARDEN_SCALE=1:")
     assert re.search(r"^  cbor\s+[1-9]\d* inputs  0 crashes$", out, re.M), shown(p)
-    assert re.search(r"during the 3 s flood: \d+ kB at start, \d+ kB at end", out), shown(p)
+    num, rss = r"(-|\d+ of \d+)", r"(test|bridge)\s+\d+\s+\d+\s+\d+\s+\+\d+ yes"
+    rows = {}
+    for key, (title, _) in SCENARIOS.items():
+        if key == "board_flood":
+            title += " (3 s)"
+        m = re.search(r"^  %s\s+(%s\s+%s\s+(-|[\d.]+ s)|skipped: .+)$" % (
+            re.escape(title), num, rss), out, re.M)
+        assert m, "no row for %r, or not all its figures, in:\n%s" % (title, shown(p))
+        rows[key] = m.group(1)
+    # the scenarios with a publishing board show what it saw acked, none lost
+    for key in ("hostile_cbor", "journal_removed", "stop_sigint", "stop_sigterm",
+                "kill_restart", "sp_conn_flood", "pit_flood", "topic_flood", "board_flood"):
+        assert re.match(r"0 of [1-9]", rows[key]), (key, rows[key])
     assert re.search(r"^  bad_signature\s+[1-9]", out, re.M), shown(p)
     assert "Traceback" not in out, shown(p)
 

@@ -87,7 +87,9 @@ class _Conn(asyncio.Protocol):
         self._handshake: asyncio.TimerHandle | None = None
 
     def flush(self) -> None:
-        if self.pending and self.t is not None:
+        # a transport closing (reset, or closed by us) takes no more bytes: what is
+        # pending stays unwritten and counts as lost when the connection goes
+        if self.pending and self.t is not None and not self.t.is_closing():
             self.t.write(b"".join(self.pending))
             self.sent.wrote(self.pending_bytes, self.t.get_write_buffer_size())
             self.ep.counters["writes"] += 1
@@ -112,8 +114,12 @@ class _Conn(asyncio.Protocol):
             return
         if lost:
             buffered = None if self._aborted else 0
+        elif self.t is None or self.t.is_closing():
+            # a reset empties the transport's buffer before connection_lost is called:
+            # that empty buffer says nothing about what left, connection_lost will
+            return
         else:
-            buffered = self.t.get_write_buffer_size() if self.t is not None else None
+            buffered = self.t.get_write_buffer_size()
         self.ep.sent(self, self.sent.take_sent(self.sent.sent_end(buffered)))
 
     def abort(self) -> None:

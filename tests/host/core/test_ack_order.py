@@ -42,6 +42,9 @@ class SocketOfSubscriber(asyncio.Transport):
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def is_closing(self) -> bool:
+        return False
+
     def get_extra_info(self, key: str, default: Any = None) -> Any:
         return default
 
