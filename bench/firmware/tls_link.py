@@ -63,7 +63,7 @@ async def main() -> int:
                                   "tcp_tls_key": str(key),
                                   "board_links_require_encryption": False})
         async with Bridge(conf) as bridge:
-            srv = bridge.servers[0]
+            srv = bridge.tcp[0].server
             assert isinstance(srv, asyncio.AbstractServer)
             base = {"link": "tcp", "host": "127.0.0.1",
                     "port": srv.sockets[0].getsockname()[1]}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pubmote_wire import sp
 
 if TYPE_CHECKING:
-    from pubmote.gateway.bridge import Bridge
+    Bridge = Any  # the gateway's Bridge: duck-typed here (bridge.py imports this module)
 
 
 def _bound(server: Any) -> str:

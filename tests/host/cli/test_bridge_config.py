@@ -112,7 +112,7 @@ WRONG: dict[str, list[str]] = {
     "ndn_name": ['"noslash"', '""', "5"],
     "module": ['"no-such!"', '""', "5"],
     "pubkey": ['"zz"', '"abcd"', "5"],
-    "board_config": ["5", '"{}"', "{ period_ms = \"abc\" }", "{ period_ms = 1 }"],
+    "board_config": ["5", '"{}"', "{ period_ms = \"abc\" }", "{ period_ms = 0 }"],
     "port": ["70000", "-1", '"6881"'],
     "host": ['"no such host!"', '""', "5"],
     "hostport": ['"nocolon"', '"127.0.0.1:70000"', '""', "5"],

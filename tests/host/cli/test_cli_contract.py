@@ -240,6 +240,7 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("bridge",), "--tcp-tls-cert"): "cert_in",
     (("bridge",), "--tcp-tls-key"): "tls_key_in",
     (("bridge",), "--board-links-require-encryption"): "flag",
+    (("bridge",), "--allow-anonymous-boards"): "flag",
     (("bridge",), "--sp-pub"): "sp_url",
     (("bridge",), "--sp-sub"): "sp_url",
     (("bridge",), "--ndn-face"): "ndn_url",
