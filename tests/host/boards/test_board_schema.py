@@ -78,8 +78,16 @@ def _fine_as_json(key: str, text: str) -> bool:
     return True
 
 
+def _main(argv: list[str]) -> int:
+    """main's exit status: returned, or a usage error's SystemExit."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+
+
 def _deploy(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = main(["deploy", "--board", "unix", "--port", "/nonexistent/repl", *args])
+    code = _main(["deploy", "--board", "unix", "--port", "/nonexistent/repl", *args])
     return code, capsys.readouterr().err
 
 
@@ -103,7 +111,7 @@ def test_deploy_refuses_before_touching_the_board(capsys: pytest.CaptureFixture[
 
 
 def test_bridge_checks_sim_app_config(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["bridge", "--sim-boards", "1", "--sp-pub", "none", "--sp-sub", "none",
-                 "--sim-app-config", "{\"period_ms\": \"abc\"}"])
+    code = _main(["bridge", "--sim-boards", "1", "--sp-pub", "none", "--sp-sub", "none",
+                  "--sim-app-config", "{\"period_ms\": \"abc\"}"])
     err = capsys.readouterr().err
     assert code == 2 and "--sim-app-config" in err and "period_ms" in err
