@@ -150,7 +150,7 @@ def test_cli_without_java_says_how_to_get_it(tmp_path: Path) -> None:
 def test_cli_bad_options(tmp_path: Path) -> None:
     p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path), "--conf", "novalue"],
                        capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "--conf wants KEY=VALUE" in p.stderr
+    assert p.returncode == 2 and "--conf novalue: expected KEY=VALUE" in p.stderr
     p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path), "--follow", "--report", "r"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "without --follow" in p.stderr

@@ -125,7 +125,8 @@ def add_flags(b: argparse.ArgumentParser) -> None:
                       metavar="ROOT",
                       help="give board topics under /ROOT/ a gossip topic of their own "
                            "(repeatable); * (the default) carries all other roots")
-    b.add_argument("--config", metavar="FILE", type=arg(text_in), help="TOML configuration; flags override it")
+    b.add_argument("--config", metavar="FILE", type=arg(text_in),
+                   help="TOML configuration; flags override it")
     view = b.add_mutually_exclusive_group()
     view.add_argument("--view", dest="view", action="store_true", default=None,
                       help="show the live terminal view (default when stdout is a terminal)")

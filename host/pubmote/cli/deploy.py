@@ -21,9 +21,12 @@ def register(sub: Any) -> None:
                     "that changed with mpremote, write the board's config, verify every "
                     "file by SHA-256 and reset the board. A second deploy copies only what "
                     "changed. For the simulated board, PORT is DIR/repl of `pubmote simdev`.")
-    dp.add_argument("--board", required=True, type=arg(kinds.board), help="board type: esp32, rp2040, unix")
-    dp.add_argument("--port", required=True, type=arg(kinds.serial_port), help="the board's REPL serial port")
-    dp.add_argument("--name", default="board1", type=arg(kinds.name), help="the board's name (default board1)")
+    dp.add_argument("--board", required=True, type=arg(kinds.board),
+                    help="board type: esp32, rp2040, unix")
+    dp.add_argument("--port", required=True, type=arg(kinds.serial_port),
+                    help="the board's REPL serial port")
+    dp.add_argument("--name", default="board1", type=arg(kinds.name),
+                    help="the board's name (default board1)")
     dp.add_argument("--link", choices=("uart", "stdio", "tcp", "udp", "pty"),
                     help="link to the bridge: uart, stdio (USB), tcp or udp (WiFi: give "
                          "--set host=GATEWAY --set ssid=NET --set password=PW), pty (the "

@@ -21,12 +21,12 @@ def _path(why: str | None, value: str) -> str:
 
 def file_in(value: Any) -> str:
     v = nonempty(value)
-    return _path(paths.readable_file(os.path.expanduser(v)), v)
+    return _path(paths.readable_file(v), v)
 
 
 def text_in(value: Any) -> str:
     v = nonempty(value)
-    return _path(paths.readable_file(os.path.expanduser(v), text=True), v)
+    return _path(paths.readable_file(v, text=True), v)
 
 
 def python_in(value: Any) -> str:
@@ -34,7 +34,7 @@ def python_in(value: Any) -> str:
     v = text_in(value)
     if not v.endswith(".py"):
         raise KindError("not a .py file")
-    with open(os.path.expanduser(v), encoding="utf-8") as f:
+    with open(v, encoding="utf-8") as f:
         source = f.read()
     try:
         compile(source, v, "exec", dont_inherit=True)
@@ -45,15 +45,14 @@ def python_in(value: Any) -> str:
 
 def file_out(value: Any) -> str:
     v = nonempty(value)
-    return _path(paths.writable_file(os.path.expanduser(v)), v)
+    return _path(paths.writable_file(v), v)
 
 
 def trace_out(value: Any) -> str:
     """A trace file to append to: new, empty, or one that holds a trace already."""
     v = file_out(value)
-    p = os.path.expanduser(v)
-    if os.path.isfile(p) and os.path.getsize(p):
-        with open(p, "rb") as f:
+    if os.path.isfile(v) and os.path.getsize(v):
+        with open(v, "rb") as f:
             head = f.read(4096)
         if paths.text_problem(head) is not None or not head.lstrip().startswith(b"{"):
             raise KindError("exists and is not a packet trace: refusing to append to it "
@@ -63,7 +62,7 @@ def trace_out(value: Any) -> str:
 
 def folder_in(value: Any) -> str:
     v = nonempty(value)
-    return _path(paths.readable_folder(os.path.expanduser(v)), v)
+    return _path(paths.readable_folder(v), v)
 
 
 def cert_or_none(value: Any) -> str:
@@ -78,13 +77,13 @@ def folder_out(value: Any) -> str:
     v = nonempty(value)
     if "://" in v:  # a URL Spark writes to (hdfs://, s3a://): Spark's to check
         return v
-    return _path(paths.writable_folder(os.path.expanduser(v)), v)
+    return _path(paths.writable_folder(v), v)
 
 
 def micropython_tree(value: Any) -> str:
     """A MicroPython source tree (it holds py/mpconfig.h)."""
     v = folder_in(value)
-    if not os.path.isfile(os.path.join(os.path.expanduser(v), "py", "mpconfig.h")):
+    if not os.path.isfile(os.path.join(v, "py", "mpconfig.h")):
         raise KindError("not a MicroPython source tree (no py/mpconfig.h); give a "
                         "micropython checkout")
     return v
@@ -94,13 +93,12 @@ def journal_in(value: Any) -> str:
     """The bridge's journal folder, which the pipeline compacts in place (it writes
     .columns beside the journal files); a missing one is the caller's to judge."""
     v = nonempty(value)
-    p = os.path.expanduser(v)
-    if "://" in v or not os.path.lexists(p):
+    if "://" in v or not os.path.lexists(v):
         return v
-    if not os.path.isdir(p):
+    if not os.path.isdir(v):
         raise KindError("a file, not a folder: give the folder the bridge's --journal "
                         "writes (its files are journal-*.jsonl)")
-    why = paths.readable_folder(p) or paths.takes_new_files(p)
+    why = paths.readable_folder(v) or paths.takes_new_files(v)
     if why is not None:
         raise KindError("%s (the pipeline writes its typed columns in it)" % why)
     return v
@@ -111,7 +109,7 @@ def cert_in(value: Any) -> str:
 
     v = file_in(value)
     try:
-        load_cert(os.path.expanduser(v))
+        load_cert(v)
     except ValueError as e:
         raise KindError(str(e).split(": ", 1)[-1]) from None
     return v
@@ -122,9 +120,9 @@ def tls_key_in(value: Any) -> str:
 
     v = file_in(value)
     try:
-        check_key_file(os.path.expanduser(v))
+        check_key_file(v)
     except ValueError as e:
-        raise KindError(str(e).replace("TLS key %s" % os.path.expanduser(v), "").strip(": ")) \
+        raise KindError(str(e).replace("TLS key %s" % v, "").strip(": ")) \
             from None
     return v
 
@@ -133,18 +131,17 @@ def _key_file(value: Any, load: Callable[[str], object], must_exist: bool) -> st
     """A private key file: an existing one must load; a missing one (when it may be made)
     must have a folder that takes it."""
     v = nonempty(value)
-    p = os.path.expanduser(v)
-    if not os.path.lexists(p):
+    if not os.path.lexists(v):
         if must_exist:
-            raise KindError(paths.readable_file(p) or "no such file")
-        return _path(paths.writable_file(p), v)
-    why = paths.readable_file(p)
+            raise KindError(paths.readable_file(v) or "no such file")
+        return _path(paths.writable_file(v), v)
+    why = paths.readable_file(v)
     if why is not None:
         raise KindError(why)
     try:
-        load(p)
+        load(v)
     except (OSError, ValueError) as e:
-        raise KindError(str(e).replace("key file %s " % p, "").replace(p + ": ", "")) \
+        raise KindError(str(e).replace("key file %s " % v, "").replace(v + ": ", "")) \
             from None
     return v
 

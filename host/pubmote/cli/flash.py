@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
                    help=".bin (ESP32) or .uf2; for pico / pico_w the default is "
                         "build/firmware/BOARD/firmware.uf2 from `pubmote firmware build`")
     f.add_argument("--erase", action="store_true", help="erase the whole flash first")
-    f.add_argument("--chip", type=arg(kinds.chip), help="ESP32 variant: esp32 (default), esp32s3, esp32c3, esp32c6")
+    f.add_argument("--chip", type=arg(kinds.chip),
+                   help="ESP32 variant: esp32 (default), esp32s3, esp32c3, esp32c6")
     f.add_argument("--connect-attempts", type=arg(kinds.whole(1)), metavar="N",
                    help="how often esptool tries to reach the bootloader (esptool's default 7)")
     f.set_defaults(run=_flash)

@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
                     "Streaming with a watermark and a checkpoint: exactly-once across "
                     "crashes and restarts). --report writes an HTML page with plots.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("journal", metavar="JOURNAL_DIR", type=arg(file_kinds.journal_in), help="the bridge's --journal folder")
+    p.add_argument("journal", metavar="JOURNAL_DIR", type=arg(file_kinds.journal_in),
+                   help="the bridge's --journal folder")
     p.add_argument("--out", default="pubmote-tables", metavar="DIR",
                    type=arg(file_kinds.folder_out),
                    help="where the Parquet tables go (default: %(default)s); any path "

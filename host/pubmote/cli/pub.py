@@ -37,7 +37,8 @@ def register(sub: Any) -> None:
     p.add_argument("url", metavar="URL", type=arg(kinds.client_url),
                    help="the bridge's --sp-sub endpoint: tcp://HOST:PORT or ipc:///PATH "
                         "(a bridge binds %s by default)" % DEFAULT_URL)
-    p.add_argument("topic", metavar="TOPIC", type=arg(kinds.ndn_name), help="an NDN name URI, e.g. /pubmote/demo/sim1/cmd")
+    p.add_argument("topic", metavar="TOPIC", type=arg(kinds.ndn_name),
+                   help="an NDN name URI, e.g. /pubmote/demo/sim1/cmd")
     p.add_argument("payload", metavar="PAYLOAD", help="the payload: UTF-8 text by default")
     form = p.add_mutually_exclusive_group()
     form.add_argument("--json", action="store_true",

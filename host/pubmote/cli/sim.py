@@ -19,8 +19,10 @@ def register(sub: Any) -> None:
         "sim", help="run simulated boards on their own, for a bridge started separately",
         description="Start N simulated boards (sim1..simN) on ptys in DIR and keep them "
                     "running; a bridge opens DIR/simK.tty with --serial. Ctrl-C stops them.")
-    s.add_argument("--boards", type=arg(kinds.whole(1, 64)), default=2, metavar="N", help="how many (default 2)")
-    s.add_argument("--dir", required=True, metavar="DIR", type=arg(file_kinds.folder_out), help="where the ptys go")
+    s.add_argument("--boards", type=arg(kinds.whole(1, 64)), default=2, metavar="N",
+                   help="how many (default 2)")
+    s.add_argument("--dir", required=True, metavar="DIR", type=arg(file_kinds.folder_out),
+                   help="where the ptys go")
     s.add_argument("--kind", choices=("unix", "pico"), default="unix",
                    help="unix (default: the MicroPython unix port) or pico (emulated Picos "
                         "running the firmware of `pubmote firmware build`)")
@@ -29,7 +31,8 @@ def register(sub: Any) -> None:
     s.add_argument("--app", default="demo", metavar="MODULE", type=arg(kinds.module),
                    help="the board app to run: demo (default) or a module with "
                         "`async def main(node)` found in --app-dir")
-    s.add_argument("--app-dir", metavar="DIR", type=arg(file_kinds.folder_in), help="directory added to the boards' path")
+    s.add_argument("--app-dir", metavar="DIR", type=arg(file_kinds.folder_in),
+                   help="directory added to the boards' path")
     s.add_argument("--app-config", default="{}", metavar="JSON", type=arg(kinds.board_config),
                    help="extra keys for every board's config, as a JSON object")
     s.set_defaults(run=_run)

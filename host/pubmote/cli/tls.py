@@ -41,10 +41,11 @@ def register(sub: Any) -> None:
         description="Write DIR/gateway.crt and DIR/gateway.key (both mode 0600, each "
                     "written under a temporary name and renamed into place).",
         epilog=_INIT_EPILOG, formatter_class=raw)
-    i.add_argument("--dir", default=DEFAULT_DIR, type=arg(file_kinds.folder_out), help="where to write them (default %s)"
-                   % DEFAULT_DIR)
-    i.add_argument("--name", type=arg(kinds.dns_name), help="the name boards check in the certificate (default "
-                                  "pubmote-gateway; boards connect by IP and check this name)")
+    i.add_argument("--dir", default=DEFAULT_DIR, type=arg(_tls_dir),
+                   help="where to write them (default %s)" % DEFAULT_DIR)
+    i.add_argument("--name", type=arg(kinds.dns_name),
+                   help="the name boards check in the certificate (default pubmote-gateway; "
+                        "boards connect by IP and check this name)")
     i.add_argument("--host", action="append", default=[], metavar="NAME_OR_IP",
                    type=arg(kinds.dns_name),
                    help="another DNS name or IP address the certificate is valid for "
@@ -60,8 +61,14 @@ def register(sub: Any) -> None:
         description="What a board checks of a gateway certificate: the name (tls_name) "
                     "and the SHA-256 fingerprint (tls_fingerprint, the alternative to "
                     "installing the certificate as tls_ca).")
-    s.add_argument("cert", metavar="CERT", type=arg(file_kinds.cert_in), help="the certificate (PEM or DER)")
+    s.add_argument("cert", metavar="CERT", type=arg(file_kinds.cert_in),
+                   help="the certificate (PEM or DER)")
     s.set_defaults(run=_run_show)
+
+
+def _tls_dir(value: str) -> str:
+    """The folder `tls init` writes to, ~ expanded (its default is under ~)."""
+    return file_kinds.folder_out(os.path.expanduser(value))
 
 
 def _run_init(args: argparse.Namespace) -> int:

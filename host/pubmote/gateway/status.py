@@ -4,12 +4,12 @@ wrong with a board face (a simulated board whose app crashed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pubmote_wire import sp
 
-if TYPE_CHECKING:
-    Bridge = Any  # the gateway's Bridge: duck-typed here (bridge.py imports this module)
+# the bridge is gateway.bridge.Bridge, which imports this module: typed as Any here
+Bridge = Any
 
 
 def _bound(server: Any) -> str:

@@ -34,10 +34,17 @@ def test_no_port(firmware: Path) -> None:
 
 
 def test_missing_firmware_and_unknown_board(tmp_path: Path) -> None:
-    p = _flash("--board", "esp32", "--port", "/dev/null", "--firmware", str(tmp_path / "x.bin"))
-    assert p.returncode == 2 and "no firmware file" in p.stderr
-    p = _flash("--board", "stm32", "--port", "/dev/null", "--firmware", str(tmp_path / "x.bin"))
-    assert p.returncode == 2 and "unknown board" in p.stderr
+    master, slave = pty.openpty()  # a serial line, so that the firmware is what is wrong
+    try:
+        port = os.ttyname(slave)
+        p = _flash("--board", "esp32", "--port", port, "--firmware", str(tmp_path / "x.bin"))
+        assert p.returncode == 2 and "--firmware %s: no such file" % (tmp_path / "x.bin") \
+            in p.stderr, p.stderr
+        p = _flash("--board", "stm32", "--port", port, "--firmware", str(tmp_path / "x.bin"))
+        assert p.returncode == 2 and "--board stm32: not a board to flash" in p.stderr
+    finally:
+        os.close(master)
+        os.close(slave)
 
 
 def test_board_that_does_not_answer(firmware: Path) -> None:

@@ -223,7 +223,8 @@ def _simdev(tmp: Path) -> Any:
 def _sub(tmp: Path) -> Any:
     peer = Peer(_sp_header("PUB"))  # an SP PUB endpoint that never publishes
     return (["sub", "tcp://127.0.0.1:%d" % peer.port],
-            lambda r: peer.connected.is_set() and peer.received > 0, r"pubmote sub: 0 messages", [peer])
+            lambda r: peer.connected.is_set() and peer.received > 0, r"pubmote sub: 0 messages",
+            [peer])
 
 
 def _pub(tmp: Path) -> Any:

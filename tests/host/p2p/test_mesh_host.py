@@ -203,7 +203,7 @@ def test_cli_mesh_id(tmp_path: Path) -> None:
     assert r.returncode == 0 and (tmp_path / "cfg" / "pubmote" / "mesh.key").exists()
     os.chmod(key, 0o644)
     r = _pubmote("mesh", "id", "--key-file", str(key))
-    assert r.returncode == 1 and "chmod 600" in r.stderr
+    assert r.returncode == 2 and "chmod 600" in r.stderr  # refused as it is parsed
 
 
 def test_cli_mesh_ping() -> None:

@@ -4,12 +4,12 @@ per-topic validators, and the realm validator (only members may publish into a r
 Mapping between the bridge's board topics and gossip topics:
 
     board topic  /<root>/<rest...>    e.g. /pubmote/demo/sim1/temperature
-    gossip topic /<realm>/pub/<root>   e.g. /home/pub/pubmote   (root listed in mesh_topics)
-                 /<realm>/pub/*        every other root         (when mesh_topics has *)
+    gossip topic /<realm>/pub/<root>   e.g. /home/pub/pubmote   (root listed in mesh_topic)
+                 /<realm>/pub/*        every other root         (when mesh_topic has *)
 
 The category `pub` carries relayed messages; the whole board topic travels in the
 envelope, and the topic validator rejects an envelope whose board topic does not lie under
-the gossip topic's root. `mesh_topics` (default ["*"]: one gossip topic for everything)
+the gossip topic's root. `mesh_topic` (default ["*"]: one gossip topic for everything)
 lists the roots that get a gossip topic of their own; a root not listed, without *, stays
 on its gateway. Every gateway of a realm should list the same roots: in GossipSub only a
 topic's subscribers relay it. The category `to` carries directed messages, all on
@@ -82,7 +82,7 @@ def gossip_topic(realm: str, category: str, topic: str) -> str:
 
 
 def pub_topic(realm: str, board_topic: bytes | str, roots: Iterable[str] = ("*",)) -> str | None:
-    """The gossip topic that carries `board_topic` in `realm` with `roots` (mesh_topics):
+    """The gossip topic that carries `board_topic` in `realm` with `roots` (mesh_topic):
     its root's own topic if listed, else /<realm>/pub/* if * is listed, else None."""
     try:
         root = topic_root(board_topic)
@@ -97,7 +97,7 @@ def pub_topic(realm: str, board_topic: bytes | str, roots: Iterable[str] = ("*",
 
 
 def check_roots(roots: Iterable[str]) -> list[str]:
-    """mesh_topics entries: * or a board-topic root (one name component)."""
+    """mesh_topic entries: * or a board-topic root (one name component)."""
     out = []
     for r in roots:
         r = r.strip().strip("/")
