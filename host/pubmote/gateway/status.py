@@ -31,12 +31,11 @@ def _where(listener: Any) -> str:
 
 def listeners(bridge: Bridge) -> list[str]:
     """Every address the bridge listens on, as bound (a port 0 shows the port it got)."""
-    out = []
+    out: list[str] = []
     tls = " (TLS)" if bridge.link_guard is not None else ""
-    for srv in bridge.servers:
-        kind = "UDP" if hasattr(srv, "get_extra_info") and not hasattr(srv, "sockets") \
-            else "TCP"
-        out.append("%s boards %s%s" % (kind, _bound(srv), tls if kind == "TCP" else ""))
+    out.extend("TCP boards %s%s" % (_bound(t.server), tls) for t in bridge.tcp
+               if t.server is not None)
+    out.extend("UDP boards %s" % _bound(srv) for srv in bridge.servers)
     out.extend("NDN %s" % _where(ndn) for ndn in bridge.ndn)
     for ep in bridge.sp:
         out.append("SP %s %s" % ("PUB" if ep.proto == sp.PUB else "SUB", _where(ep)))
