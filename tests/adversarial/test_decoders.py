@@ -28,6 +28,7 @@ import socket
 import struct
 import sys
 import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -314,9 +315,15 @@ def test_bridge_process_with_view_survives(tmp_path: Path) -> None:
         try:
             await sub.wait_for(b"/pubmote/demo/sim1/", 2, 90)
             for i, payload in enumerate(attack):
-                await pub.send(b"/attack/%d|" % i + payload)
-                # relayed to the subscriber: the hub has it, the view draws it next turn
-                await sub.wait_for(b"/attack/%d|" % i, 1, 20)
+                # relayed to the subscriber: the hub has it, the view draws it next turn.
+                # Sent again each second: SP PUB drops what it sends before its connection
+                # is up, and nothing says when that is
+                deadline = time.monotonic() + 90
+                while not sub.with_prefix(b"/attack/%d|" % i):
+                    assert time.monotonic() < deadline, "attack %d never relayed" % i
+                    await pub.send(b"/attack/%d|" % i + payload)
+                    with contextlib.suppress(AssertionError):
+                        await sub.wait_for(b"/attack/%d|" % i, 1, 1)
             # readings for a few more view refreshes (every 0.5 s)
             await readings_continue(sub, 10)
             assert p.returncode is None, (tmp_path / "stderr").read_text()[-3000:]
