@@ -327,7 +327,7 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
                                  "sim3's registration to be refused")
                 # replay: a notify sim1 really sent, written into its line again
                 face = next(f for f in bridge.faces if f.label == "serial:sim1.tty")
-                old = _first_notify(tmp_path / "trace.jsonl", "serial:sim1.tty")
+                old = _last_notify(tmp_path / "trace.jsonl", "serial:sim1.tty")
                 before = auth.rejected["replayed"]
                 fleet.boards[0].cable.inject(1, framing.encode(old))
                 await wait_until(lambda: auth.rejected["replayed"] > before, 10, "replay")
@@ -370,9 +370,14 @@ def _notify(key: bytes, time_ms: int) -> bytes:
     return bytes(buf[:n])
 
 
-def _first_notify(trace: Path, face: str) -> bytes:
-    for line in trace.read_text().splitlines():
-        rec = json.loads(line)
+def _last_notify(trace: Path, face: str) -> bytes:
+    """The newest signed notify sim1 sent: one the bridge accepted (the first ones may have
+    come before sim1 registered, refused as unregistered: their replay is no replay)."""
+    for line in reversed(trace.read_text().splitlines()):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # the line being written
         if rec["face"] != face or rec["dir"] != "in":
             continue
         pkt = bytes.fromhex(rec["hex"])

@@ -23,7 +23,9 @@ log = logging.getLogger("pubmote.auth")
 NODE_PREFIX = ndn_name.from_uri("/pubmote/node")
 REASONS = ("unsigned", "unknown_board", "bad_signature", "replayed", "stale",
            "bad_data_signature", "register_rejected", "anonymous", "takeover", "spoofed",
-           "unsigned_ingress")
+           "unsigned_ingress", "unregistered")
+# not attacks: counted, logged at INFO (a board that published before it registered again)
+ROUTINE = frozenset({"unregistered"})
 
 
 class KeysFileError(ValueError):
@@ -142,8 +144,10 @@ class BoardAuth:
             self._logged.clear()  # names come from packets: bounded, at worst said again
         n = self._logged[key] = self._logged.get(key, 0) + 1
         if n & (n - 1) == 0:
-            log.warning("rejected %s from board %s: %s (%d so far)", what, board or "?",
-                        reason, n)
+            log.log(logging.INFO if reason in ROUTINE else logging.WARNING,
+                    "refused %s from board %s: %s (%d so far)" if reason in ROUTINE
+                    else "rejected %s from board %s: %s (%d so far)", what, board or "?",
+                    reason, n)
         return reason
 
     def check_interest(self, board: str | None, i: ndn_interest.Interest, pkt: bytes,

@@ -187,10 +187,21 @@ class Hub(NotifyIntake, Delivery):
                 return True
             return False
         b = self.boards.get(face.board or "")
-        if b is None or b.face is not face or b.prefix != publisher:
-            auth.reject("spoofed", board_of(publisher), "notify on %s, where %s" % (
-                face.label, "no board registered" if b is None or b.face is not face
-                else "board %s registered another prefix" % b.name))
+        if b is None or b.face is not face:
+            claimed = self.boards.get(board_of(publisher) or "")
+            if claimed is None:
+                # nobody holds that name: a board whose bridge (re)started before it
+                # registered again, its buffered frames first; it retries once registered
+                auth.reject("unregistered", board_of(publisher), "notify on %s, where no "
+                            "board registered yet" % face.label)
+            else:
+                auth.reject("spoofed", board_of(publisher), "notify on %s, where no board "
+                            "registered, in the name of %s (registered on %s)" % (
+                                face.label, claimed.name, claimed.face.label))
+            return True
+        if b.prefix != publisher:
+            auth.reject("spoofed", board_of(publisher), "notify on %s, where board %s "
+                        "registered another prefix" % (face.label, b.name))
             return True
         if auth.requires(topic):
             return auth.check_interest(board_of(publisher), ni, pkt) is not None
