@@ -78,7 +78,7 @@ lint: setup
 	$(BIN)/mypy
 
 # the tests are independent (ports reserved per process, peers per test or module): any
-# worker takes any test (tests/conftest.py)
+# worker takes any test, but for the two groups that share a SparkSession (tests/conftest.py)
 TEST_WORKERS ?= 5
 # the firmware (make firmware: cached, about 1.5 minutes the first time) builds beside the
 # tests; the few that run it wait for it (pubmote firmware build takes a lock)
@@ -86,11 +86,11 @@ TEST_WORKERS ?= 5
 test-cpython: setup
 	@mkdir -p build
 	@$(BIN)/pubmote firmware build --board pico >build/firmware-build.log 2>&1 & fw=$$!; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=12; rc=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=12; rc=$$?; \
 	if ! wait $$fw; then echo "firmware build failed (build/firmware-build.log):"; \
 	  tail -n 5 build/firmware-build.log; rc=1; fi; exit $$rc
 
-test-micropython: setup firmware
+test-micropython: setup
 	$(PY) tests/run_shared.py
 
 ## make test: lint, then every test on CPython (the HIL suite on the emulated Pico too) and,

@@ -151,8 +151,10 @@ def test_make_test_runs_lint_setup_and_firmware() -> None:
     assert "test-micropython" in recipe and "test-cpython" in recipe, recipe
     for target in ("lint", "firmware", "test-cpython", "test-micropython"):
         assert "setup" in rules[target][0], (target, rules[target])
-    assert "firmware" in rules["test-micropython"][0]
-    assert "pubmote firmware build" in rules["firmware"][1]
+    # make firmware's command, run beside the CPython tests (the emulated Pico's shared
+    # tests build it too, under the same lock, while the other runtimes run)
+    build = "pubmote firmware build --board pico"
+    assert build in rules["firmware"][1] and build in rules["test-cpython"][1]
 
 
 # ---- make bench QUICK=1 ------------------------------------------------------------------
@@ -207,22 +209,38 @@ BENCH_LINES = {
 }
 
 
-@pytest.mark.early
-@pytest.mark.timeout(1500)
-def test_bench_quick_runs_every_bench() -> None:
-    """make bench QUICK=1: every bench of the recipe runs and prints each of its lines."""
+def bench_recipe_commands() -> dict[str, str]:
+    """bench/X.py -> its command in `make bench QUICK=1` (as make would run it)."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", "bench", "QUICK=1"], cwd=ROOT,
+                         env=make_env(), capture_output=True, text=True, timeout=60).stdout
+    return {m.group(1): line for line in out.splitlines()
+            if (m := re.search(r"\bbench/(\S+\.py)", line))}
+
+
+def test_bench_recipe_runs_each_bench_tested_here() -> None:
     recipe = database()["bench"][1]
-    benches = re.findall(r"bench/(\S+\.py)", recipe)
-    assert sorted(benches) == sorted(BENCH_LINES), "the bench recipe and this test differ"
-    out = succeeded(make("bench", "QUICK=1", timeout_s=1400))
-    # each bench's output: from its command line (make echoes it) to the next one's
-    starts = [out.index("python bench/%s" % b) for b in benches]
-    for b, start, end in zip(benches, starts, starts[1:] + [len(out)], strict=True):
-        part = out[start:end]
-        for line in BENCH_LINES[b]:
-            assert re.search(line, part), "bench/%s printed no line matching %r:\n%s" % (
-                b, line, part[-6000:])
-        assert not re.search(r"\bERROR\b|Traceback", part), "bench/%s:\n%s" % (b, part)
+    assert sorted(re.findall(r"bench/(\S+\.py)", recipe)) == sorted(BENCH_LINES), \
+        "the bench recipe and this test differ"
+    assert sorted(bench_recipe_commands()) == sorted(BENCH_LINES)
+
+
+# each bench of `make bench QUICK=1` a test of its own (the benches are independent), so
+# they run beside each other on the workers rather than one after another
+@pytest.mark.parametrize("bench", [pytest.param(b, marks=[pytest.mark.early] if b in (
+    "pipeline/run.py", "pipeline/stream_lag.py", "gossip/run.py", "firmware/pico.py") else [])
+    for b in sorted(BENCH_LINES)])
+@pytest.mark.timeout(600)
+def test_bench_quick(bench: str) -> None:
+    """The bench's command from `make bench QUICK=1` runs and prints each of its lines."""
+    command = bench_recipe_commands()[bench]
+    p = subprocess.run(command, shell=True, cwd=ROOT, env=make_env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=580)
+    out = succeeded(p)
+    for line in BENCH_LINES[bench]:
+        assert re.search(line, out), "bench/%s printed no line matching %r:\n%s" % (
+            bench, line, out[-6000:])
+    assert not re.search(r"\bERROR\b|Traceback", out), "bench/%s:\n%s" % (bench, out)
 
 
 # ---- make fuzz, make harden-report ---------------------------------------------------------
@@ -508,7 +526,7 @@ COVERED = {
     "flash": test_flash_copies_the_uf2_to_the_bootsel_drive,
     "deploy": test_deploy_to_a_simulated_board,
     "hil": test_hil_selected_tests,
-    "bench": test_bench_quick_runs_every_bench,
+    "bench": test_bench_quick,
     "fuzz": test_fuzz_short_fuzzes_every_target,
     "harden-report": test_harden_report_short_shows_nothing_acked_lost,
     "clean": test_clean_removes_what_make_made,

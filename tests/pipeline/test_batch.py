@@ -126,18 +126,6 @@ def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
                 assert abs(got[b] - sum(xs) / len(xs)) < 1e-9, (board, b)
 
 
-@pytest.mark.timeout(600)  # a JVM of its own, on 2 cores that other tests keep busy
-def test_cli_batch_and_report(tmp_path: Path) -> None:
-    write_journal(tmp_path / "j", records(300, seed=2))
-    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--out", str(tmp_path / "t"),
-                        "--report", str(tmp_path / "r"), "--master", "local[1]",
-                        "--conf", "spark.sql.shuffle.partitions=1"],
-                       capture_output=True, text=True, timeout=580)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert "wrote windows:" in p.stderr and (tmp_path / "r" / "index.html").exists()
-    assert list((tmp_path / "t" / "windows").glob("*.parquet"))
-
-
 def test_cli_without_java_says_how_to_get_it(tmp_path: Path) -> None:
     write_journal(tmp_path / "j", records(10))
     env = dict(os.environ, JAVA_HOME=str(tmp_path))  # a JAVA_HOME with no bin/java

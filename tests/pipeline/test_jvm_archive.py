@@ -51,21 +51,24 @@ def test_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert default.parent == Path(sys.prefix) / "share" / "pubmote"  # the tests' venv
 
 
+@pytest.mark.timeout(900)  # two JVMs of their own, on 2 cores that other tests keep busy
 def test_first_batch_run_saves_it_and_the_next_session_maps_it(tmp_path: Path) -> None:
+    """The CLI's batch run with a report (its tables and page checked here too), the first
+    with no archive: it saves one; a later session's JVM maps it (that a session with an
+    archive saves none again: test_settings)."""
     archive = tmp_path / "classes.jsa"
     env = dict(os.environ, **{jvm_archive.ENV: str(archive)})
-    write_journal(tmp_path / "j", records(200, boards=2, subscribers=1))
+    write_journal(tmp_path / "j", records(300, seed=2))
     run = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--out",
-                          str(tmp_path / "out")], env=env, capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
+                          str(tmp_path / "t"), "--report", str(tmp_path / "r"),
+                          "--master", "local[1]", "--conf", "spark.sql.shuffle.partitions=1"],
+                         env=env, capture_output=True, text=True, timeout=580)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "wrote windows:" in run.stderr and (tmp_path / "r" / "index.html").exists()
+    assert list((tmp_path / "t" / "windows").glob("*.parquet"))
     assert "saved %s" % archive in run.stderr
     assert archive.stat().st_size > 10_000_000  # Spark's classes, not an empty file
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    again = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--out",
-                            str(tmp_path / "out")], env=env, capture_output=True, text=True,
-                           timeout=300)
-    assert again.returncode == 0 and "saving" not in again.stderr  # once only
     maps = subprocess.run([sys.executable, "-c", MAPS, str(archive)], env=env,
                           capture_output=True, text=True, timeout=300)
     archive.unlink()  # 180 MB: not kept with pytest's last runs' folders
