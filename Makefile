@@ -78,7 +78,7 @@ lint: setup
 	$(BIN)/mypy
 
 # the tests are independent (ports reserved per process, peers per test or module): any
-# worker takes any test, but for the two groups that share a SparkSession (tests/conftest.py)
+# worker takes any test (tests/conftest.py)
 TEST_WORKERS ?= 5
 # the firmware (make firmware: cached, about 1.5 minutes the first time) builds beside the
 # tests; the few that run it wait for it (pubmote firmware build takes a lock)
@@ -86,7 +86,7 @@ TEST_WORKERS ?= 5
 test-cpython: setup
 	@mkdir -p build
 	@$(BIN)/pubmote firmware build --board pico >build/firmware-build.log 2>&1 & fw=$$!; \
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=12; rc=$$?; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load --durations=12; rc=$$?; \
 	if ! wait $$fw; then echo "firmware build failed (build/firmware-build.log):"; \
 	  tail -n 5 build/firmware-build.log; rc=1; fi; exit $$rc
 

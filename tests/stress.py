@@ -52,7 +52,7 @@ def main() -> int:
     bad_runs = 0
     for run in range(1, args.runs + 1):
         cmd = [sys.executable, "-m", "pytest", "-q", "-rfEs", "-n", args.workers,
-               "--dist", "loadgroup",
+               "--dist", "load",
                "-p", "random_order", "--random-order-bucket=global",
                "--random-order-seed=%d" % (seed + run), *args.pytest_args]
         print("run %d/%d: order seed %d, %d hog process(es)" % (run, args.runs, seed + run,
