@@ -60,6 +60,28 @@ def board_problem(bridge: Bridge, face: Any) -> str | None:
     return None if why is None else "crashed: %s" % why
 
 
+def network_parts(bridge: Bridge) -> list[str]:
+    """The NDN faces' apps, the mesh's peers and traffic, the DHT's nodes and topics: one
+    part each, for the status line and the view."""
+    parts = []
+    for ndn in bridge.ndn:
+        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
+            _where(ndn), len(ndn.faces), ndn.admission.refused,
+            ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
+    mesh = bridge.mesh
+    if mesh is not None and mesh.host is not None:
+        m = mesh.counters
+        parts.append("mesh: %d peers, %d out, %d in, %d out dropped, %d bad in" % (
+            len(mesh.host.connected_peers()), m["out"], m["in"], m["out_dropped"],
+            m["in_bad"]))
+    if bridge.retained is not None:
+        r, node = bridge.retained.counters, bridge.retained.node
+        parts.append("DHT: %d nodes known, %d topics, %d published, %d received, "
+                     "%d dropped" % (len(node.table), len(bridge.retained.entries),
+                                     r["published"], r["received"], r["dropped"]))
+    return parts
+
+
 def status_line(bridge: Bridge) -> str:
     """One line of counters: boards, messages, faces, SP, NDN, mesh, DHT, journal."""
     hub = bridge.hub
@@ -92,21 +114,7 @@ def status_line(bridge: Bridge) -> str:
             parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
                 _where(ep), ep.clients(), ep.counters["received"],
                 ep.counters["bad_messages"] + ep.counters["bad_streams"]))
-    for ndn in bridge.ndn:
-        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
-            _where(ndn), len(ndn.faces), ndn.admission.refused,
-            ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
-    mesh = bridge.mesh
-    if mesh is not None and mesh.host is not None:
-        m = mesh.counters
-        parts.append("mesh: %d peers, %d out, %d in, %d out dropped, %d bad in" % (
-            len(mesh.host.connected_peers()), m["out"], m["in"], m["out_dropped"],
-            m["in_bad"]))
-    if bridge.retained is not None:
-        r, node = bridge.retained.counters, bridge.retained.node
-        parts.append("DHT: %d nodes known, %d topics, %d published, %d received, "
-                     "%d dropped" % (len(node.table), len(bridge.retained.entries),
-                                     r["published"], r["received"], r["dropped"]))
+    parts.extend(network_parts(bridge))
     if bridge.journal is not None:
         parts.append(bridge.journal.status_line())
     errors = bridge.internal_errors()
