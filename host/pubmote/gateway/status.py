@@ -49,15 +49,17 @@ def listeners(bridge: Bridge) -> list[str]:
     return out
 
 
-def board_problem(bridge: Bridge, face: Any) -> str | None:
-    """What is wrong with the board behind a face, when the bridge knows: a simulated
-    board whose process ended shows "crashed: <the last error line of its log>"."""
+def board_problems(bridge: Bridge) -> dict[int, str]:
+    """face_id -> what is wrong with the board behind it, when the bridge knows: a
+    simulated board whose app ended shows "crashed: <the last error line of its log>"."""
     fleet = bridge.fleet
-    port = getattr(face, "port", None)
-    if fleet is None or port is None or not hasattr(fleet, "crashed"):
-        return None
-    why: str | None = fleet.crashed().get(str(port))
-    return None if why is None else "crashed: %s" % why
+    if fleet is None or not hasattr(fleet, "crashed"):
+        return {}
+    crashed: dict[str, str] = fleet.crashed()  # once: it may read each board's log
+    if not crashed:
+        return {}
+    return {f.face_id: "crashed: %s" % crashed[str(f.port)] for f in bridge.all_faces()
+            if str(getattr(f, "port", None)) in crashed}
 
 
 def network_parts(bridge: Bridge) -> list[str]:
@@ -86,14 +88,14 @@ def status_line(bridge: Bridge) -> str:
     """One line of counters: boards, messages, faces, SP, NDN, mesh, DHT, journal."""
     hub = bridge.hub
     faces = bridge.all_faces()
-    boards = sorted(b.name for b in hub.board_infos() if b.up)
-    registered = {b.face_id for b in hub.board_infos()}
-    down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
-            for f in faces if not f.up]
+    # a crashed board is down whatever its link says: it may have registered before
+    problems = board_problems(bridge)
+    boards = sorted(b.name for b in hub.board_infos() if b.up and not problems.get(b.face_id))
+    down = []
     for f in faces:
-        why = board_problem(bridge, f)
-        if why is not None and f.face_id not in registered:
-            down.append("%s (%s)" % (f.label, why))
+        why = problems.get(f.face_id) or (getattr(f, "last_error", "") if not f.up else "")
+        if why or not f.up:
+            down.append(f.label + (" (%s)" % why if why else ""))
     c = hub.stats()
     parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
     if down:

@@ -23,7 +23,7 @@ from rich.text import Text
 from pubmote.core import cbor
 from pubmote.core.display import printable
 from pubmote.gateway.recent import RecentWarnings
-from pubmote.gateway.status import board_problem, network_parts
+from pubmote.gateway.status import board_problems, network_parts
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
@@ -83,12 +83,13 @@ class View:
             boards.add_column(col, justify="right", no_wrap=True)
         boards.add_column("filters", overflow="fold")
         by_face = {b.face_id: b for b in hub.board_infos()}
+        problems = board_problems(bridge)
         for face in bridge.all_faces():
             try:
                 b = by_face.get(face.face_id)
                 state = Text("up", style="green") if face.up else Text("down", style="red")
                 if b is None:
-                    crash = board_problem(bridge, face)
+                    crash = problems.get(face.face_id)
                     why = getattr(face, "last_error", "") if not face.up else ""
                     if crash is not None:  # a simulated board whose app died
                         state = Text(printable(crash), style="red")
@@ -98,6 +99,9 @@ class View:
                     boards.add_row("?", _t(face.label), state, "", "", "",
                                    str(face.bad_frames()), "")
                     continue
+                crash = problems.get(face.face_id)  # it may have registered first
+                if crash is not None:
+                    state = Text(printable(crash), style="red")
                 c = b.counters
                 boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
                                str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
