@@ -207,3 +207,41 @@ def test_the_view_shows_a_crashed_board_and_bad_sp_messages(tmp_path: Path) -> N
     assert "crashed: RuntimeError: sensor on fire" in text, text
     assert "not registered" not in text
     assert re.search(r"SUB tcp://127\.0\.0\.1:0: 1 clients, .*1 bad", text), text
+
+
+def test_a_board_that_registered_then_crashed_is_shown_crashed(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pubmote.boards.fleet import SimFleet
+    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.view import render
+
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    (apps / "late.py").write_text(
+        "import asyncio\n\n\nasync def main(node):\n    asyncio.create_task(node.run())\n"
+        "    for _ in range(40):\n"
+        "        await node.publish('/pubmote/late/x', b'1')\n"
+        "        await asyncio.sleep(0.2)\n"
+        "    raise RuntimeError('sensor on fire later')\n")
+    cfg = load_config(None, {"sim_boards": 1, "sim_app": "late", "sim_app_dir": str(apps),
+                             "sim_dir": str(tmp_path / "sim")})
+
+    async def run() -> tuple[str, str]:
+        fleet = SimFleet.from_config(cfg)
+        async with Bridge(cfg, fleet=fleet) as bridge:
+            deadline = time.monotonic() + 60
+            while not bridge.hub.board_infos():  # it registers, publishes for 8 s, then raises
+                assert time.monotonic() < deadline, "the board did not register"
+                await asyncio.sleep(0.05)
+            while not fleet.crashed():
+                assert time.monotonic() < deadline, "no crash seen"
+                await asyncio.sleep(0.05)
+            console = Console(record=True, width=240)
+            console.print(render(bridge))
+            return console.export_text(), bridge.status()
+
+    text, status = asyncio.run(run())
+    assert re.search(r"sim1 .*crashed: RuntimeError: sensor on fire later", text), text
+    assert "boards up 0: -" in status, status
+    assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire later)" in status
