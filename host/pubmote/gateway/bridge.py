@@ -223,7 +223,7 @@ class Bridge:
             try:
                 self.fleet.crashed()  # type: ignore[union-attr]
             except Exception:  # noqa: BLE001 - the watch goes on
-                log.exception("asking the simulated boards how they are failed")
+                log.exception("checking the simulated boards for crashes failed")
 
     async def _journal_ticks(self) -> None:
         while True:
