@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ from pathlib import Path
 from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child
 from pubmote.boards.fwbuild import BOOTROM, CACHE
-from pubmote.boards.sim import SimBoard
+from pubmote.boards.sim import SimBoard, last_error, last_line, read_tail
 
 RUNNER = files.pico_runner()
 # RPI_PICO: 2 MiB flash, MicroPython's littlefs in its last 1408 KiB (mpconfigboard.h),
@@ -30,6 +31,9 @@ FS_OFFSET = FLASH_BYTES - FS_BYTES
 FS_BLOCK = 4096
 LFS2_DISK_VERSION = 0x00020001  # the littlefs MicroPython 1.27 carries (lib/littlefs)
 UART_BAUD = 115200
+# MicroPython's REPL banner: the rp2 port prints it only once main.py has ended, so on a
+# board whose main.py runs the app it means the app returned or raised
+REPL_BANNER = re.compile(r"^MicroPython v\d", re.M)
 
 
 def node_exe() -> str:
@@ -83,6 +87,20 @@ def make_fs_image(files: dict[str, bytes], dest: Path) -> Path:
     return dest
 
 
+def app_ended(usb_log: Path, since: int = 0) -> str | None:
+    """Why the app of an emulated Pico ended, read from its USB output written after byte
+    `since`: the last line before the REPL banner (a traceback ends with the error), or
+    that it ended with nothing said; None while the banner has not appeared."""
+    text = read_tail(usb_log, since)
+    if text is None:
+        return None
+    banners = list(REPL_BANNER.finditer(text))
+    if not banners:
+        return None
+    # MicroPython drops what it prints before USB is up: the error may be gone
+    return last_line(text[: banners[-1].start()]) or "the app ended (the board is at its REPL)"
+
+
 def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool = False,
                exit_on: str | None = None, timeout_s: float = 0,
                firmware: Path | None = None) -> list[str]:
@@ -125,6 +143,26 @@ class PicoBoard(SimBoard):
         # with the app frozen in: fwbuild.build(apps=...))
         self.firmware = firmware
         self.proc: subprocess.Popen[bytes] | None = None
+        self.emu_log_path = self.workdir / (name + ".emu.log")  # the runner's own errors
+        self._log_start = 0  # where this power-on's USB output begins in log_path
+        self._seen: tuple[int, str | None] = (-1, None)  # (log size, app_ended) last read
+
+    def crashed(self) -> str | None:
+        """Why the board is not running its app, else None: the emulator ended (its error,
+        else its exit status), or the app ended and the board sits at its REPL (the last
+        line it printed before the REPL's banner)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            return (last_error(self.emu_log_path) or last_error(self.log_path)
+                    or "the emulator exited with status %d" % self.proc.returncode)
+        try:
+            size = self.log_path.stat().st_size
+        except OSError:
+            return None
+        if size != self._seen[0]:  # asked twice a second per board: read only what changed
+            self._seen = (size, app_ended(self.log_path, self._log_start))
+        return self._seen[1]
 
     def start(self) -> None:
         if not self.cable.plugged:
@@ -134,11 +172,16 @@ class PicoBoard(SimBoard):
             for f in sorted(self.app_dir.glob("*.py")):
                 files["/lib/" + f.name] = f.read_bytes()
         make_fs_image(files, self.fs_path)
+        try:  # the log is appended to across power cycles: what went before is not this run's
+            self._log_start = self.log_path.stat().st_size
+        except OSError:
+            self._log_start = 0
+        self._seen = (-1, None)
         cmd = runner_cmd(self.fs_path, usb_log=self.log_path, firmware=self.firmware)
         # the runner's stdin/stdout are the board end of the cable: its UART0 pins
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
         try:
-            with open(self.workdir / (self.name + ".emu.log"), "ab") as err:
+            with open(self.emu_log_path, "ab") as err:
                 self.proc = subprocess.Popen(cmd, stdin=fd, stdout=fd, stderr=err,
                                              cwd=self.workdir, preexec_fn=detach_child)
         finally:

@@ -68,6 +68,7 @@ class SimFleet:
         self.kind = kind
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self.kept_logs: list[str] = []  # of boards that crashed, after stop()
+        self._reported: set[str] = set()  # boards whose crash was logged
         self.boards: list[SimBoard] = []
         for i in range(n):
             if kind == "pico":
@@ -95,12 +96,19 @@ class SimFleet:
         return [b.port for b in self.boards if b.config["link"] in ("pty", "uart")]
 
     def crashed(self) -> dict[str, str]:
-        """port -> the last error line, for each board whose process ended by itself."""
+        """port -> the last error line, for each board whose app ended by itself; each
+        crash is logged (a warning, with where the board's log is) when first seen."""
         out = {}
         for b in self.boards:
             why = b.crashed()
-            if why is not None:
-                out[b.port] = why
+            if why is None:
+                self._reported.discard(b.name)  # running again (a reset)
+                continue
+            out[b.port] = why
+            if b.name not in self._reported:
+                self._reported.add(b.name)
+                log.warning("simulated board %s crashed (%s); its log: %s%s", b.name, why,
+                            b.log_path, " (kept when the bridge stops)" if self._tmp else "")
         return out
 
     def stop(self) -> None:
@@ -118,7 +126,7 @@ class SimFleet:
                         open(b.log_path, "rb") as src:
                     shutil.copyfileobj(src, out)
                 path = Path(name)
-            log.warning("simulated board %s crashed (%s); its log: %s", b.name, why, path)
+            log.warning("simulated board %s crashed (%s); its log, kept: %s", b.name, why, path)
             kept.append(str(path))
         self.kept_logs = kept
         if self._tmp is not None:

@@ -28,22 +28,33 @@ def micropython_exe() -> str:
     return exe
 
 
-def last_error(log_path: Path, tail_bytes: int = 8192) -> str | None:
-    """The last line of a board's log that says something (a traceback ends with the
-    error), control characters escaped; None for an empty or missing log."""
+def read_tail(log_path: Path, since: int = 0, tail_bytes: int = 8192) -> str | None:
+    """The end of a log (at most tail_bytes, none of it before byte `since`), decoded;
+    None when it cannot be read."""
     try:
         with open(log_path, "rb") as f:
             f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - tail_bytes))
-            tail = f.read().decode(errors="replace")
+            f.seek(max(since, f.tell() - tail_bytes))
+            return f.read().decode(errors="replace")
     except OSError:
         return None
-    lines = [x.strip() for x in tail.splitlines() if x.strip()]
+
+
+def last_line(text: str) -> str | None:
+    """The last line of text that says something, control characters escaped and at most
+    200 characters; None when there is none."""
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
     if not lines:
         return None
-    line = lines[-1]
-    shown = "".join(c if c.isprintable() else "?" for c in line)
+    shown = "".join(c if c.isprintable() else "?" for c in lines[-1])
     return shown[:200] + ("..." if len(shown) > 200 else "")
+
+
+def last_error(log_path: Path, tail_bytes: int = 8192) -> str | None:
+    """The last line of a board's log that says something (a traceback ends with the
+    error), control characters escaped; None for an empty or missing log."""
+    tail = read_tail(log_path, 0, tail_bytes)
+    return None if tail is None else last_line(tail)
 
 
 class SimBoard:

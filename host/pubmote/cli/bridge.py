@@ -84,6 +84,11 @@ async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 6
     from pubmote.boards.fleet import SimFleet
     from pubmote.gateway.bridge import Bridge
 
+    recent = None
+    if view:  # from the start: the warnings of the bridge's start-up are on screen too
+        from pubmote.gateway.recent import install
+
+        recent = install()
     fleet = SimFleet.from_config(cfg) if cfg["sim_boards"] else None
     async with Bridge(cfg, fleet=fleet) as bridge:
         from pubmote.gateway.status import listeners
@@ -101,7 +106,7 @@ async def _run_bridge(cfg: dict[str, Any], view: bool, status_every_s: float = 6
         if view:
             from pubmote.gateway.view import live_view
 
-            await live_view(bridge)
+            await live_view(bridge, recent=recent)
         else:
             try:
                 await _status_lines(bridge, status_every_s)

@@ -129,7 +129,8 @@ def add_flags(b: argparse.ArgumentParser) -> None:
                    help="TOML configuration; flags override it")
     view = b.add_mutually_exclusive_group()
     view.add_argument("--view", dest="view", action="store_true", default=None,
-                      help="show the live terminal view (default when stdout is a terminal)")
+                      help="show the live terminal view: boards, topics, the status line's "
+                           "figures and the last warnings (default when stdout is a terminal)")
     view.add_argument("--no-view", dest="view", action="store_false",
                       help="log lines instead of the live view")
     b.add_argument("--status-every", metavar="S",

@@ -195,6 +195,8 @@ class Bridge:
             self.fleet.start()
             for board_port in self.fleet.serial_ports():
                 self.add_serial(board_port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
+            if hasattr(self.fleet, "crashed"):
+                self._tasks.append(asyncio.create_task(self._watch_fleet()))
         if cfg["retained"]:
             from pubmote.gateway.retained import from_config
 
@@ -212,6 +214,16 @@ class Bridge:
             return ("boards with a key must sign their registration; boards without one "
                     "register by name (--allow-anonymous-boards)")
         return "boards must sign their registration with their key"
+
+    async def _watch_fleet(self) -> None:
+        """Ask the fleet each second which boards crashed: it logs each crash as it is
+        first seen (with where the board's log is), not only when a status line asks."""
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.fleet.crashed()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - the watch goes on
+                log.exception("checking the simulated boards for crashes failed")
 
     async def _journal_ticks(self) -> None:
         while True:

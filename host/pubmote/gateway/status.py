@@ -49,29 +49,53 @@ def listeners(bridge: Bridge) -> list[str]:
     return out
 
 
-def board_problem(bridge: Bridge, face: Any) -> str | None:
-    """What is wrong with the board behind a face, when the bridge knows: a simulated
-    board whose process ended shows "crashed: <the last error line of its log>"."""
+def board_problems(bridge: Bridge) -> dict[int, str]:
+    """face_id -> what is wrong with the board behind it, when the bridge knows: a
+    simulated board whose app ended shows "crashed: <the last error line of its log>"."""
     fleet = bridge.fleet
-    port = getattr(face, "port", None)
-    if fleet is None or port is None or not hasattr(fleet, "crashed"):
-        return None
-    why: str | None = fleet.crashed().get(str(port))
-    return None if why is None else "crashed: %s" % why
+    if fleet is None or not hasattr(fleet, "crashed"):
+        return {}
+    crashed: dict[str, str] = fleet.crashed()  # once: it may read each board's log
+    if not crashed:
+        return {}
+    return {f.face_id: "crashed: %s" % crashed[str(f.port)] for f in bridge.all_faces()
+            if str(getattr(f, "port", None)) in crashed}
+
+
+def network_parts(bridge: Bridge) -> list[str]:
+    """The NDN faces' apps, the mesh's peers and traffic, the DHT's nodes and topics: one
+    part each, for the status line and the view."""
+    parts = []
+    for ndn in bridge.ndn:
+        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
+            _where(ndn), len(ndn.faces), ndn.admission.refused,
+            ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
+    mesh = bridge.mesh
+    if mesh is not None and mesh.host is not None:
+        m = mesh.counters
+        parts.append("mesh: %d peers, %d out, %d in, %d out dropped, %d bad in" % (
+            len(mesh.host.connected_peers()), m["out"], m["in"], m["out_dropped"],
+            m["in_bad"]))
+    if bridge.retained is not None:
+        r, node = bridge.retained.counters, bridge.retained.node
+        parts.append("DHT: %d nodes known, %d topics, %d published, %d received, "
+                     "%d dropped" % (len(node.table), len(bridge.retained.entries),
+                                     r["published"], r["received"], r["dropped"]))
+    return parts
 
 
 def status_line(bridge: Bridge) -> str:
     """One line of counters: boards, messages, faces, SP, NDN, mesh, DHT, journal."""
     hub = bridge.hub
     faces = bridge.all_faces()
-    boards = sorted(b.name for b in hub.board_infos() if b.up)
-    registered = {b.face_id for b in hub.board_infos()}
-    down = [f.label + (" (%s)" % f.last_error if getattr(f, "last_error", "") else "")
-            for f in faces if not f.up]
+    # a crashed board is down whatever its link says: it may have registered before
+    problems = board_problems(bridge)
+    boards = sorted(b.name for b in hub.board_infos() if b.up and not problems.get(b.face_id))
+    down = []
     for f in faces:
-        why = board_problem(bridge, f)
-        if why is not None and f.face_id not in registered:
-            down.append("%s (%s)" % (f.label, why))
+        why = problems.get(f.face_id) or (getattr(f, "last_error", "") if not f.up else "")
+        if why or not f.up:
+            down.append(f.label + (" (%s)" % why if why else ""))
     c = hub.stats()
     parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
     if down:
@@ -92,21 +116,7 @@ def status_line(bridge: Bridge) -> str:
             parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
                 _where(ep), ep.clients(), ep.counters["received"],
                 ep.counters["bad_messages"] + ep.counters["bad_streams"]))
-    for ndn in bridge.ndn:
-        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
-            _where(ndn), len(ndn.faces), ndn.admission.refused,
-            ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
-    mesh = bridge.mesh
-    if mesh is not None and mesh.host is not None:
-        m = mesh.counters
-        parts.append("mesh: %d peers, %d out, %d in, %d out dropped, %d bad in" % (
-            len(mesh.host.connected_peers()), m["out"], m["in"], m["out_dropped"],
-            m["in_bad"]))
-    if bridge.retained is not None:
-        r, node = bridge.retained.counters, bridge.retained.node
-        parts.append("DHT: %d nodes known, %d topics, %d published, %d received, "
-                     "%d dropped" % (len(node.table), len(bridge.retained.entries),
-                                     r["published"], r["received"], r["dropped"]))
+    parts.extend(network_parts(bridge))
     if bridge.journal is not None:
         parts.append(bridge.journal.status_line())
     errors = bridge.internal_errors()

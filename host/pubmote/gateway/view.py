@@ -1,4 +1,5 @@
-"""The bridge's live terminal view (rich): boards, links, topics, rates, drops, last values.
+"""The bridge's live terminal view (rich): boards, links, topics, rates, drops, last values,
+the SP, NDN, mesh and DHT figures, and the bridge's last warnings.
 
 Most of what it shows comes from peers (payloads, topics, board and gateway names), so it
 is shown as plain text, never as rich markup, with control characters escaped; a payload
@@ -21,7 +22,8 @@ from rich.text import Text
 
 from pubmote.core import cbor
 from pubmote.core.display import printable
-from pubmote.gateway.status import board_problem
+from pubmote.gateway.recent import RecentWarnings
+from pubmote.gateway.status import board_problems, network_parts
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
@@ -58,8 +60,9 @@ def _t(s: Any) -> Text:
 class View:
     """The live view of one bridge, and the count of what it failed to show."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, recent: RecentWarnings | None = None) -> None:
         self.bridge = bridge
+        self.recent = recent
         self.counters = {"renders": 0, "row_errors": 0, "render_errors": 0}
 
     def _row_failed(self, table: Table, what: str, ncols: int) -> None:
@@ -80,12 +83,13 @@ class View:
             boards.add_column(col, justify="right", no_wrap=True)
         boards.add_column("filters", overflow="fold")
         by_face = {b.face_id: b for b in hub.board_infos()}
+        problems = board_problems(bridge)
         for face in bridge.all_faces():
             try:
                 b = by_face.get(face.face_id)
                 state = Text("up", style="green") if face.up else Text("down", style="red")
                 if b is None:
-                    crash = board_problem(bridge, face)
+                    crash = problems.get(face.face_id)
                     why = getattr(face, "last_error", "") if not face.up else ""
                     if crash is not None:  # a simulated board whose app died
                         state = Text(printable(crash), style="red")
@@ -95,6 +99,9 @@ class View:
                     boards.add_row("?", _t(face.label), state, "", "", "",
                                    str(face.bad_frames()), "")
                     continue
+                crash = problems.get(face.face_id)  # it may have registered first
+                if crash is not None:
+                    state = Text(printable(crash), style="red")
                 c = b.counters
                 boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
                                str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
@@ -132,12 +139,29 @@ class View:
         parts: list[Any] = [boards, topics, Text(foot)]
         if sp_line:
             parts.append(Text(sp_line))
+        net = network_parts(bridge)
+        if net:
+            parts.append(Text(printable("  ".join(net))))
         if self.bridge.journal is not None:
             parts.append(Text(self.bridge.journal.status_line()))
         parts.append(Text("limits hit: %s  (docs/limits.md)" % self.bridge.limit_summary()))
+        if self.recent is not None:
+            parts.append(self._warnings(self.recent))
         parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
         self.counters["renders"] += 1
         return Group(*parts)
+
+    @staticmethod
+    def _warnings(recent: RecentWarnings) -> Text:
+        """The last warnings, oldest first, as plain text (they quote peers' input)."""
+        lines = recent.lines()
+        if not lines:
+            return Text("last warnings: none", style="dim")
+        out = Text("last warnings (%d of %d; all of them in the log):" % (
+            len(lines), recent.seen), style="yellow")
+        for line in lines:
+            out.append("\n  " + line, style="red" if " ERROR " in line else None)
+        return out
 
     def render_safely(self, last: Group | None) -> Group:
         """render(), or on a failure (counted, logged) the last good screen."""
@@ -160,11 +184,12 @@ class View:
                 live.update(screen)
 
 
-def render(bridge: Bridge) -> Group:
+def render(bridge: Bridge, recent: RecentWarnings | None = None) -> Group:
     """One screen of the view (a fresh View: its error counts start at 0)."""
-    return View(bridge).render()
+    return View(bridge, recent).render()
 
 
-async def live_view(bridge: Bridge, refresh_s: float = 0.5,
-                    console: Console | None = None) -> None:
-    await View(bridge).run(refresh_s, console)
+async def live_view(bridge: Bridge, refresh_s: float = 0.5, console: Console | None = None,
+                    recent: RecentWarnings | None = None) -> None:
+    """Redraw the view of `bridge` until cancelled; `recent` feeds its last warnings."""
+    await View(bridge, recent).run(refresh_s, console)

@@ -122,11 +122,49 @@ def test_a_crashed_simulated_board_says_why_and_its_log_is_kept(tmp_path: Path) 
         status = _wait(log, r"status: .*crashed.*")[0]
         assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire)" in status
         assert "not registered" not in status
+        # said as it is seen, with where the log is (the view's last warnings show it)
+        _wait(log, r"WARNING simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
+                   r"its log: \S+/sim1\.log \(kept when the bridge stops\)")
         assert _stop(p) == 130
         m = _wait(log, r"simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
-                       r"its log: (\S+)")
+                       r"its log, kept: (\S+)")
         kept = Path(m[1])
         assert "sensor on fire" in kept.read_text()  # after the temporary folder went
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        if kept is not None:
+            kept.unlink(missing_ok=True)
+
+
+def test_a_crashed_emulated_pico_says_why_and_its_log_is_kept(tmp_path: Path) -> None:
+    """The same with the real rp2 firmware in the emulator: the app's exception ends
+    main.py and the board sits at its REPL (the emulator runs on), which is a crash too."""
+    from pubmote.boards import fwbuild
+
+    fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    (apps / "crashy.py").write_text(CRASHY)
+    log = tmp_path / "bridge.log"
+    with open(log, "wb") as out:
+        p = subprocess.Popen([PUBMOTE, "bridge", "--no-view", "--sim-boards", "1",
+                              "--sim-kind", "pico", "--sim-app", "crashy", "--sim-app-dir",
+                              str(apps), "--status-every", "0.5", "--sp-pub", "none",
+                              "--sp-sub", "none"], stdout=out, stderr=subprocess.STDOUT)
+    kept = None
+    try:
+        status = _wait(log, r"status: .*crashed.*", 90)[0]
+        assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire)" in status
+        assert "boards up 0" in status
+        _wait(log, r"WARNING simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
+                   r"its log: \S+/sim1\.log \(kept when the bridge stops\)")
+        assert _stop(p) == 130
+        m = _wait(log, r"simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
+                       r"its log, kept: (\S+)")
+        kept = Path(m[1])
+        assert 'File "/lib/crashy.py", line 2, in main' in kept.read_text()
     finally:
         if p.poll() is None:
             p.kill()
@@ -169,3 +207,41 @@ def test_the_view_shows_a_crashed_board_and_bad_sp_messages(tmp_path: Path) -> N
     assert "crashed: RuntimeError: sensor on fire" in text, text
     assert "not registered" not in text
     assert re.search(r"SUB tcp://127\.0\.0\.1:0: 1 clients, .*1 bad", text), text
+
+
+def test_a_board_that_registered_then_crashed_is_shown_crashed(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from pubmote.boards.fleet import SimFleet
+    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.view import render
+
+    apps = tmp_path / "apps"
+    apps.mkdir()
+    (apps / "late.py").write_text(
+        "import asyncio\n\n\nasync def main(node):\n    asyncio.create_task(node.run())\n"
+        "    for _ in range(40):\n"
+        "        await node.publish('/pubmote/late/x', b'1')\n"
+        "        await asyncio.sleep(0.2)\n"
+        "    raise RuntimeError('sensor on fire later')\n")
+    cfg = load_config(None, {"sim_boards": 1, "sim_app": "late", "sim_app_dir": str(apps),
+                             "sim_dir": str(tmp_path / "sim")})
+
+    async def run() -> tuple[str, str]:
+        fleet = SimFleet.from_config(cfg)
+        async with Bridge(cfg, fleet=fleet) as bridge:
+            deadline = time.monotonic() + 60
+            while not bridge.hub.board_infos():  # it registers, publishes for 8 s, then raises
+                assert time.monotonic() < deadline, "the board did not register"
+                await asyncio.sleep(0.05)
+            while not fleet.crashed():
+                assert time.monotonic() < deadline, "no crash seen"
+                await asyncio.sleep(0.05)
+            console = Console(record=True, width=240)
+            console.print(render(bridge))
+            return console.export_text(), bridge.status()
+
+    text, status = asyncio.run(run())
+    assert re.search(r"sim1 .*crashed: RuntimeError: sensor on fire later", text), text
+    assert "boards up 0: -" in status, status
+    assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire later)" in status
