@@ -29,8 +29,11 @@ from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
 from pubmote_wire.batch import BATCH
+from pubmote_wire.data import DATA
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.interest import INTEREST
+from pubmote_wire.lp import LP_PACKET
 
 log = logging.getLogger("pubmote.hub")
 
@@ -79,12 +82,12 @@ class Hub(NotifyIntake, Delivery):
             if not pkt:  # a good frame of no bytes (its CRC only): nothing to dispatch
                 raise DecodeError("empty packet")
             typ = pkt[0]
-            if typ == 0x05:
+            if typ == INTEREST:
                 self._on_interest(face, pkt)
-            elif typ == 0x06:
+            elif typ == DATA:
                 d = ndn_data.decode_data(pkt)
                 self.fwd.satisfy(bytes(d.name), pkt, face)
-            elif typ == 0x64:
+            elif typ == LP_PACKET:
                 self._on_lp(face, pkt)
             elif typ == BATCH:
                 self._on_batch(face, pkt)
@@ -101,7 +104,8 @@ class Hub(NotifyIntake, Delivery):
         if p.fragment is None:
             return
         inner = bytes(p.fragment)
-        if inner[:1] == b"\x64":
+        typ = inner[0] if inner else -1
+        if typ == LP_PACKET:
             raise DecodeError("LpPacket inside an LpPacket")  # no recursion on nesting
         if p.nack_reason is not None:
             self.counters["nacks_recv"] += 1
@@ -114,9 +118,9 @@ class Hub(NotifyIntake, Delivery):
                     if f.face_id != face.face_id:
                         f.send_packet(bytes(buf[:n]))
             return
-        if inner[:1] == b"\x05":
+        if typ == INTEREST:
             self._on_interest(face, inner)
-        elif inner[:1] == b"\x06":
+        elif typ == DATA:
             d = ndn_data.decode_data(inner)
             self.fwd.satisfy(bytes(d.name), inner, face)
         else:
