@@ -149,7 +149,7 @@ class Hub(NotifyIntake, Delivery):
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, fwd, ni = notify.notify_parts(i, pkt)
+            topic, publisher, nonce, fwd_hint, ni = notify.notify_parts(i, pkt)
         except DecodeError:
             topic = None
         if topic is not None:
@@ -157,7 +157,7 @@ class Hub(NotifyIntake, Delivery):
                 return  # rejected (counted and logged by the policy)
             inline = notify.inline_msg(ni)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
-                                        bytes(fwd) if fwd is not None else None,
+                                        bytes(fwd_hint) if fwd_hint is not None else None,
                                         ni.sig_time_ms,
                                         bytes(inline) if inline is not None else None))
             return
@@ -197,7 +197,7 @@ class Hub(NotifyIntake, Delivery):
                 else "board %s registered another prefix" % b.name))
             return True
         if auth.requires(topic):
-            return auth.check_interest(board_of(publisher), ni, pkt) is not None
+            return auth.interest_refusal(board_of(publisher), ni, pkt) is not None
         return False
 
     def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
@@ -261,8 +261,8 @@ class Hub(NotifyIntake, Delivery):
             return
         auth = self.auth
         key = auth.keys.get(bname) if auth is not None else None
-        if key is not None and auth is not None and auth.check_interest(
-                bname, i, pkt, what="registration", check_time=False):
+        if key is not None and auth is not None and auth.interest_refusal(
+                bname, i, pkt, what="registration", check_time=False) is not None:
             # a board with a key registers only with it: nobody else takes its name
             auth.rejected["register_rejected"] += 1
             return
