@@ -222,7 +222,7 @@ def main() -> int:
                  ("%s, round %d" % (tcp_label, i + 1), tcp, mq)]
     base = median([mq["rate"] for mq, _, _ in rounds])
     ref = {"rate": base}  # the later rows against umqtt's median rate
-    notify = {"batch": False}  # NDN notify per message, as before link batches
+    notify = {"batch": False}  # NDN notify per message: the baseline without link batches
     rows.append(("pubmote NDN notify, 1 in flight -> bridge -> pynng SUB",
                  bench_pubmote(args.seconds, 1, app_extra=notify), ref))
     rows.append(("pubmote NDN notify, 4 in flight",

@@ -1,4 +1,4 @@
-"""What `pubmote bridge --no-view` tells its user while it runs (issue #20): a serial port
+"""What `pubmote bridge --no-view` tells its user while it runs: a serial port
 that does not open, garbage on the SP SUB endpoint, status lines, the summary at exit;
 -vv shows every message where -v does not. Plus the SP endpoints' defaults."""
 
