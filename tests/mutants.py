@@ -6,7 +6,7 @@ a test that is not found or not collected kills nothing). The working tree is ne
 touched, so mutants may run beside other tests. tests/host/test_mutants.py runs them.
 
 Usage: .venv/bin/python tests/mutants.py [M1 M2 ...] (none: all; M2, M3 and M6 start
-bridges, M5 simulated boards: minutes in all)."""
+bridges and simulated boards: minutes in all)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ MUTANTS = [
     Mutant("M5 demo echoes the command twice", "firmware/pubmote_node/demo.py",
            'await node.publish(base + "ack", payload)',
            'await node.publish(base + "ack", payload + payload)',
-           "tests/host/cli/test_pub_cli.py"),
+           "tests/host/gateway/test_bridge_e2e.py"
+           "::test_pynng_and_nanocat_publishers_reach_board_subscribers"),
     Mutant("M6 last value handed twice at registration", "host/pubmote/gateway/retained.py",
            "            if self._give(b, topic, item.seq) and self.hub.deliver(b.name, msg):",
            "            if self._give(b, topic, item.seq) and self.hub.deliver(b.name, msg):\n"
