@@ -31,7 +31,8 @@ from e2e import (
 )
 from pubmote.boards.fleet import SimFleet
 from pubmote.core.auth import key_for_board
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 from pubmote_wire import framing, interest, name, notify, sp
 from pubmote_wire.hmac256 import HmacSigner
 
