@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pynng
+
+from pubmote.boards.cable import end_process
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -138,12 +141,7 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                 log_out.append(text)
         finally:
             sub.close()
-            bridge.send_signal(2)
-            try:
-                bridge.wait(15)
-            except subprocess.TimeoutExpired:
-                bridge.kill()
-                bridge.wait()
+            end_process(bridge, signal.SIGINT, grace_s=15)
         # the bridge's summary: what its SP PUB endpoint dropped at a full subscriber
         # buffer (counted, as the guarantee allows), beside what it sent
         blog = (Path(tmp) / "bridge.log").read_text(errors="replace")

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pubmote.boards.cable import end_process
 from pubmote_wire import sp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -231,12 +233,7 @@ def bridge_server() -> Iterator[Server]:
     finally:
         if counter is not None:
             counter.stop = True
-        bridge.send_signal(2)
-        try:
-            bridge.wait(15)
-        except subprocess.TimeoutExpired:
-            bridge.kill()
-            bridge.wait()
+        end_process(bridge, signal.SIGINT, grace_s=15)
         log.seek(0)
         summary = [ln for ln in log.read().splitlines() if "summary:" in ln]
         log.close()
