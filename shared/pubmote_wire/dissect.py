@@ -34,7 +34,7 @@ _NESTED = (0x14, 0x16, 0x2C, 0x1C, 0x0320, 0x1E, 0x0334)
 _SIG_TYPES = {0: "DigestSha256", 1: "SignatureSha256WithRsa", 3: "SignatureSha256WithEcdsa",
               4: "SignatureHmacWithSha256", 5: "SignatureEd25519"}
 _NACK_REASONS = {0: "None", 50: "Congestion", 100: "Duplicate", 150: "NoRoute"}
-_MAX_DEPTH = 8
+_MAX_DEPTH = const(8)
 # the elements shown other than by their number or hex (their names are in _NAMES)
 _T_NAME = const(0x07)
 _T_MUST_BE_FRESH = const(0x12)

@@ -2,9 +2,10 @@
 # On the wire a frame is 00 | COBS(payload | crc16 big-endian) | 00. The leading 00 ends any
 # garbage the receiver holds (a reset board, line noise), so each frame resynchronises it;
 # an empty frame (two 00s in a row) is not an error and is skipped silently.
+from .compat import const
 from .errors import EncodeError
 
-MAX_FRAME = 1024  # default largest payload, bytes (CRC and COBS overhead not included)
+MAX_FRAME = const(1024)  # default largest payload, bytes (CRC and COBS overhead not included)
 
 
 try:
@@ -48,7 +49,7 @@ def encode_frame(buf, off, payload, bytewise=False):
     return _encode_part(buf, payload, crc, 0)[0]
 
 
-FRAME_PART_MIN = 258  # a buffer for encode_frame_part: 00, one whole block (255), 00, spare
+FRAME_PART_MIN = const(258)  # a buffer for encode_frame_part: 00, one whole block (255), 00, spare
 
 
 def encode_frame_part(buf, payload, crc, pos):
