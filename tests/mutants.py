@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository
 LINKED = (".venv", "node_modules", "build")  # shared, not copied: nothing mutates them
+# the packages whose folder has another name (pyproject.toml's package-dir)
+PACKAGE_FOLDERS = (("pubmote_firmware", "firmware"), ("pubmote_boards", "boards"))
 EXIT_TESTS_FAILED = 1  # pytest's exit status when tests ran and some failed
 
 
@@ -93,8 +95,9 @@ def copy_tree(dest: Path) -> None:
             (dest / name).symlink_to((ROOT / name).resolve())
 
 
-def run(m: Mutant, timeout_s: float = 900) -> tuple[bool, str]:
-    """(killed, what pytest said) for one mutant, run in a copy of the tree."""
+def run(m: Mutant, timeout_s: float = 900, *, mutate: bool = True) -> tuple[bool, str]:
+    """(killed, what pytest said) for one mutant, run in a copy of the tree; mutate False
+    runs its test on the unbroken copy (a control: it must pass there)."""
     with tempfile.TemporaryDirectory(prefix="pubmote-mutant-") as tmp:
         tree = Path(tmp)
         copy_tree(tree)
@@ -103,16 +106,27 @@ def run(m: Mutant, timeout_s: float = 900) -> tuple[bool, str]:
         if src.count(m.old) != 1:
             return False, "%s: the mutation point is in %s %d times, not once" % (
                 m.label, m.path, src.count(m.old))
-        p.write_text(src.replace(m.old, m.new))
-        # the copy's code, not an installed or checked-out one, wherever a test starts Python
+        if mutate:
+            p.write_text(src.replace(m.old, m.new))
+        # the copy's code, not an installed or checked-out one, wherever a test starts Python:
+        # pubmote_firmware and pubmote_boards are folders named otherwise (pyproject's
+        # package-dir), so they are linked under their package names
+        pkgs = tree / ".packages"
+        pkgs.mkdir()
+        for pkg, folder in PACKAGE_FOLDERS:
+            (pkgs / pkg).symlink_to(tree / folder)
+        # (which hides the checkout from pubmote.boards.files: its build/ is named instead)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            str(tree / d) for d in ("host", "shared", "firmware")))
+            str(tree / d) for d in ("host", "shared", "firmware", ".packages")),
+            PUBMOTE_BUILD_DIR=str(tree / "build"))
         r = subprocess.run([str(tree / ".venv/bin/python"), "-m", "pytest", "-q", "-x",
                             "-p", "no:cacheprovider", "-p", "no:xdist", m.test],
                            cwd=tree, env=env, capture_output=True, text=True, timeout=timeout_s)
     said = [line for line in r.stdout.splitlines()
             if line.startswith("E ") or " failed" in line or " passed" in line
             or "error" in line.lower()]
+    if not mutate:
+        return r.returncode == 0, "exit %d\n%s" % (r.returncode, "\n".join(said[:6]))
     return r.returncode == EXIT_TESTS_FAILED, "exit %d\n%s" % (r.returncode, "\n".join(said[:6]))
 
 
