@@ -3,9 +3,9 @@ to catch it, so a test that passes whatever the code does cannot creep back. Eve
 mutant's break point must still stand in its file, once, and its test must still exist
 (a mutant whose line was rewritten kills nothing). A representative subset runs here, one
 per layer (DHT, hub filters with bridges, CLI help, firmware on a simulated board, the
-shared codec, GossipSub), with one control on the unbroken copy: about 23 s of CPU for this file (measured)
-against about 32 s for all nine mutants. The rest (M3, M6, M8) run with
-`.venv/bin/python tests/mutants.py`."""
+shared codec, GossipSub), with one control on the unbroken copy: about 23 s of CPU for
+this file (measured) against about 32 s for all nine mutants. The rest (M3, M6, M8) run
+with `.venv/bin/python tests/mutants.py`."""
 
 from __future__ import annotations
 
