@@ -67,7 +67,7 @@ def main() -> int:
                     help="no timers on the board (its CPU per message without their cost)")
     ap.add_argument("--no-spy", action="store_true", help="the bridge without py-spy")
     ap.add_argument("--notify", action="store_true",
-                    help="NDN notifies per message (link batches off), as before issue 17")
+                    help="NDN notifies per message (link batches off), the baseline")
     args = ap.parse_args()
     spy = py_spy()
     with tempfile.TemporaryDirectory(prefix="pubmote-prof-") as tmp:

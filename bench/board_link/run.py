@@ -21,8 +21,7 @@ import argparse
 import json
 import os
 import re
-import shutil
-import socket
+import signal
 import subprocess
 import sys
 import tarfile
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pynng
+
+from pubmote.boards.cable import end_process
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -44,6 +45,9 @@ RESULT = re.compile(r"^RESULT (\S+) acked=(\d+) failed=(\d+) seconds=([\d.]+) "
                     r"p50_ms=([-\d.]+) p99_ms=([-\d.]+)", re.M)
 
 sys.path.insert(0, str(ROOT / "tests" / "host"))
+sys.path.insert(0, str(ROOT / "bench"))
+from mosquitto import mosquitto  # noqa: E402
+
 from e2e import free_port  # noqa: E402 - the tests' port reservation
 
 
@@ -65,16 +69,6 @@ def micropython() -> str:
     return str(Path(sys.executable).parent / "micropython")
 
 
-def wait_port(port: int, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError("nothing listening on port %d after %.0f s" % (port, timeout_s))
-
-
 def parse(text: str) -> dict[str, Any]:
     m = RESULT.search(text)
     if m is None:
@@ -85,26 +79,12 @@ def parse(text: str) -> dict[str, Any]:
 
 
 def bench_mqtt(seconds: float) -> dict[str, Any]:
-    mosquitto = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not Path(mosquitto).exists():
-        sys.exit("mosquitto not installed: run `make setup` (Debian package mosquitto)")
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="pubmote-mqtt-") as tmp:
-        conf = Path(tmp) / "mosquitto.conf"
-        conf.write_text("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                        "log_dest none\n" % port)
-        broker = subprocess.Popen([mosquitto, "-c", str(conf)], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
-        try:
-            wait_port(port)
-            env = {"MICROPYPATH": "%s:%s" % (HERE, umqtt_dir()), "PATH": "/usr/bin:/bin"}
-            p = subprocess.run([micropython(), "-X", "heapsize=256k", str(HERE / "mqtt_pub.py"),
-                                "127.0.0.1", str(port), str(seconds)],
-                               capture_output=True, text=True, env=env, timeout=seconds + 60)
-            return parse(p.stdout + p.stderr)
-        finally:
-            broker.terminate()
-            broker.wait(10)
+    with mosquitto() as (port, _):
+        env = {"MICROPYPATH": "%s:%s" % (HERE, umqtt_dir()), "PATH": "/usr/bin:/bin"}
+        p = subprocess.run([micropython(), "-X", "heapsize=256k", str(HERE / "mqtt_pub.py"),
+                            "127.0.0.1", str(port), str(seconds)],
+                           capture_output=True, text=True, env=env, timeout=seconds + 60)
+        return parse(p.stdout + p.stderr)
 
 
 def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
@@ -161,12 +141,7 @@ def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                 log_out.append(text)
         finally:
             sub.close()
-            bridge.send_signal(2)
-            try:
-                bridge.wait(15)
-            except subprocess.TimeoutExpired:
-                bridge.kill()
-                bridge.wait()
+            end_process(bridge, signal.SIGINT, grace_s=15)
         # the bridge's summary: what its SP PUB endpoint dropped at a full subscriber
         # buffer (counted, as the guarantee allows), beside what it sent
         blog = (Path(tmp) / "bridge.log").read_text(errors="replace")
@@ -222,7 +197,7 @@ def main() -> int:
                  ("%s, round %d" % (tcp_label, i + 1), tcp, mq)]
     base = median([mq["rate"] for mq, _, _ in rounds])
     ref = {"rate": base}  # the later rows against umqtt's median rate
-    notify = {"batch": False}  # NDN notify per message, as before link batches
+    notify = {"batch": False}  # NDN notify per message: the baseline without link batches
     rows.append(("pubmote NDN notify, 1 in flight -> bridge -> pynng SUB",
                  bench_pubmote(args.seconds, 1, app_extra=notify), ref))
     rows.append(("pubmote NDN notify, 4 in flight",

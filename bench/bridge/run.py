@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pynng
 
+from pubmote.boards.cable import end_process
+
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = 2
 SECONDS = 10.0
@@ -70,11 +72,7 @@ def bench_bridge(seconds: float = SECONDS) -> dict[str, float]:
             elapsed = time.monotonic() - t0
         finally:
             sub.close()
-            bridge.send_signal(signal.SIGINT)
-            try:
-                bridge.wait(15)
-            except subprocess.TimeoutExpired:
-                bridge.kill()
+            end_process(bridge, signal.SIGINT, grace_s=15)
     total = sum(len(v) for v in got.values())
     lost = 0
     for seqs in got.values():

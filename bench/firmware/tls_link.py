@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT / "bench" / "firmware"))
 from run import compile_tree  # noqa: E402
 
 from pubmote.core.tlscert import board_settings, fingerprint, load_cert, make_gateway_cert  # noqa: E402
-from pubmote.gateway.bridge import Bridge, load_config  # noqa: E402
+from pubmote.gateway.bridge import Bridge  # noqa: E402
+from pubmote.gateway.config import load_config  # noqa: E402
 
 
 def shim(tmp: Path) -> str | None:

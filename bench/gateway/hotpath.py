@@ -35,6 +35,9 @@ class _Transport:
     def get_write_buffer_size(self) -> int:
         return 0
 
+    def is_closing(self) -> bool:
+        return False
+
 
 async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
     hub = Hub()

@@ -19,7 +19,7 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -31,28 +31,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from pubmote.boards.cable import end_process
 from pubmote_wire import sp
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests" / "host"))
 sys.path.insert(0, str(ROOT / "bench" / "bridge"))
+sys.path.insert(0, str(ROOT / "bench"))
+from mosquitto import mosquitto, wait_port  # noqa: E402
+
 from e2e import free_port  # noqa: E402 - the tests' port reservation
 
 
 def cpu_s(pid: int) -> float:
     f = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / 100.0  # utime + stime, in clock ticks
-
-
-def wait_port(port: int, timeout_s: float = 20) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError("nothing listening on port %d" % port)
 
 
 class Counter:
@@ -239,12 +233,7 @@ def bridge_server() -> Iterator[Server]:
     finally:
         if counter is not None:
             counter.stop = True
-        bridge.send_signal(2)
-        try:
-            bridge.wait(15)
-        except subprocess.TimeoutExpired:
-            bridge.kill()
-            bridge.wait()
+        end_process(bridge, signal.SIGINT, grace_s=15)
         log.seek(0)
         summary = [ln for ln in log.read().splitlines() if "summary:" in ln]
         log.close()
@@ -254,26 +243,14 @@ def bridge_server() -> Iterator[Server]:
 
 @contextlib.contextmanager
 def mosquitto_server() -> Iterator[Server]:
-    exe = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    if not Path(exe).exists():
-        sys.exit("mosquitto not installed: run `make setup` (Debian package mosquitto)")
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="pubmote-gw-") as tmp:
-        conf = Path(tmp) / "mosquitto.conf"
-        conf.write_text("listener %d 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                        "log_dest none\nmax_queued_messages 100000\n" % port)
-        broker = subprocess.Popen([exe, "-c", str(conf)], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+    with mosquitto("max_queued_messages 100000\n") as (port, broker):
         counter: Counter | None = None
         try:
-            wait_port(port)
             counter = Counter(mqtt_subscriber(port))
             yield Server(port, broker.pid, counter)
         finally:
             if counter is not None:
                 counter.stop = True
-            broker.terminate()
-            broker.wait(10)
 
 
 def bench_pubmote(n: int, paced: float, seconds: float, spy: list[str] | None = None,

@@ -18,24 +18,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "host"))
 sys.path.insert(0, str(ROOT / "tests" / "interop" / "libp2p"))
+sys.path.insert(0, str(ROOT / "tests" / "host"))
 
 from libp2p_peers import PeerProcess, js_command, py_command, start_js, start_py  # noqa: E402
+from mesh_util import sink_handler  # noqa: E402 - the tests' sink protocol handler
 
-from pubmote.p2p import Host, KeyPair, PeerId, Stream  # noqa: E402
+from pubmote.p2p import Host, KeyPair, PeerId  # noqa: E402
 
 SINK = "/pubmote/sink/1.0.0"
 CHUNK = 65536
-
-
-async def _sink(st: Stream) -> None:
-    total = 0
-    while True:
-        data = await st.read()
-        if not data:
-            break
-        total += len(data)
-    await st.write(total.to_bytes(8, "big"))
-    await st.close()
 
 
 async def _transfer(a: Host, b: Host, size: int) -> float:
@@ -58,7 +49,7 @@ async def _transfer(a: Host, b: Host, size: int) -> float:
 async def bench_pubmote(size_mb: int, ping_seconds: float) -> dict[str, float]:
     a = Host(KeyPair.generate(), listen_addrs=["/ip4/127.0.0.1/tcp/0"])
     b = Host(KeyPair.generate(), listen_addrs=["/ip4/127.0.0.1/tcp/0"])
-    b.set_stream_handler(SINK, _sink)
+    b.set_stream_handler(SINK, sink_handler)
     async with a, b:
         await a.connect(b.listen_addrs[0].with_p2p(str(b.peer_id)))
         await _transfer(a, b, 4 * 1024 * 1024)             # warm-up
@@ -82,7 +73,7 @@ async def bench_cross(kind: str, size_mb: int) -> dict[str, float]:
     peer: PeerProcess = await (start_js() if kind == "js" else start_py())
     try:
         h = Host(KeyPair.generate(), listen_addrs=["/ip4/127.0.0.1/tcp/0"])
-        h.set_stream_handler(SINK, _sink)
+        h.set_stream_handler(SINK, sink_handler)
         async with h:
             await h.connect(peer.addr)
             pid = PeerId.from_base58(peer.peer_id)

@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from pubmote.boards.cable import end_process
+
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 SECONDS = "5"
@@ -80,12 +82,7 @@ def main() -> int:
             apps = consume(env, "/bench/app", seconds)
         finally:
             for p in (producer, bridge):
-                if p is not None and p.poll() is None:
-                    p.send_signal(signal.SIGINT)
-                    try:
-                        p.wait(10)
-                    except subprocess.TimeoutExpired:
-                        p.kill()
+                end_process(p, signal.SIGINT, grace_s=10)
     ref = python_ndn_codec_rate(float(seconds))
     print("NDN face (python-ndn consumer, %s in flight, %s s each, same run):" % (WINDOW, seconds))
     print("  %-38s %12s %8s %10s" % ("path", "round trips/s", "failed", "p50 ms"))

@@ -12,7 +12,7 @@ from pubmote_wire import framing, interest, tlv
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 
-MAX_PACKET = 1024  # largest NDN packet on the link; bigger payloads are refused
+MAX_PACKET = const(1024)  # largest NDN packet on the link; bigger payloads are refused
 # the deframer's buffer starts this small and grows to MAX_PACKET, for good, at the first
 # frame over it: acks, notifies and small messages' Data fit
 _RX_START = const(256)

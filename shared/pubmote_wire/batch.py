@@ -10,14 +10,15 @@
 from struct import pack_into
 
 from . import framing
+from .compat import const
 from .errors import DecodeError, EncodeError
 
-BATCH = 0xC0
-ACKS = 0xC1
-HEADER = 5  # type and epoch
-RECORD_OVERHEAD = 7  # seq, topic length, payload length
-TOPIC_MAX = 255
-SEQ_MASK = 0x3FFFFFFF
+BATCH = const(0xC0)
+ACKS = const(0xC1)
+HEADER = const(5)  # type and epoch
+RECORD_OVERHEAD = const(7)  # seq, topic length, payload length
+TOPIC_MAX = const(255)
+SEQ_MASK = const(0x3FFFFFFF)
 
 
 def _put32(buf, off, v):

@@ -5,7 +5,7 @@ import binascii
 
 from . import lp
 from . import name as _name
-from .compat import sha256
+from .compat import const, sha256
 from .data import DATA, decode_data
 from .errors import DecodeError
 from .interest import INTEREST, decode_interest
@@ -34,7 +34,14 @@ _NESTED = (0x14, 0x16, 0x2C, 0x1C, 0x0320, 0x1E, 0x0334)
 _SIG_TYPES = {0: "DigestSha256", 1: "SignatureSha256WithRsa", 3: "SignatureSha256WithEcdsa",
               4: "SignatureHmacWithSha256", 5: "SignatureEd25519"}
 _NACK_REASONS = {0: "None", 50: "Congestion", 100: "Duplicate", 150: "NoRoute"}
-_MAX_DEPTH = 8
+_MAX_DEPTH = const(8)
+# the elements shown other than by their number or hex (their names are in _NAMES)
+_T_NAME = const(0x07)
+_T_MUST_BE_FRESH = const(0x12)
+_T_CAN_BE_PREFIX = const(0x21)
+_T_SIGNATURE_TYPE = const(0x1B)
+_T_FRAGMENT = const(0x50)
+_T_NACK_REASON = const(0x0321)
 
 
 def _hex(b):
@@ -54,21 +61,21 @@ def _elements(buf, start, end, depth):
 def _element(buf, typ, vs, ve, depth):
     label = _NAMES.get(typ)
     node = [("type", label if label is not None else typ), ("tlv", typ), ("length", ve - vs)]
-    if typ == 0x07:
+    if typ == _T_NAME:
         node.append(("uri", _name.to_uri(bytes(buf[vs:ve]))))
     elif typ in _NUMBERS and ve - vs in (1, 2, 4, 8):
         v = read_nonneg(buf, vs, ve - vs)
         node.append(("value", v))
-        if typ == 0x1B:
+        if typ == _T_SIGNATURE_TYPE:
             node.append(("name", _SIG_TYPES.get(v, "unknown")))
-        elif typ == 0x0321:
+        elif typ == _T_NACK_REASON:
             node.append(("reason", _NACK_REASONS.get(v, "unknown")))
     elif typ in _NESTED:
         node.append(("elements", _elements(buf, vs, ve, depth + 1)))
-    elif typ == 0x50:
+    elif typ == _T_FRAGMENT:
         node.append(("packet", _packet(buf, vs, ve, depth + 1)))
-    elif typ == 0x12 or typ == 0x21:
-        pass
+    elif typ == _T_MUST_BE_FRESH or typ == _T_CAN_BE_PREFIX:
+        pass  # empty flags
     else:
         node.append(("hex", _hex(buf[vs:ve])))
     return node

@@ -2,9 +2,10 @@
 # On the wire a frame is 00 | COBS(payload | crc16 big-endian) | 00. The leading 00 ends any
 # garbage the receiver holds (a reset board, line noise), so each frame resynchronises it;
 # an empty frame (two 00s in a row) is not an error and is skipped silently.
+from .compat import const
 from .errors import EncodeError
 
-MAX_FRAME = 1024  # default largest payload, bytes (CRC and COBS overhead not included)
+MAX_FRAME = const(1024)  # default largest payload, bytes (CRC and COBS overhead not included)
 
 
 try:
@@ -42,45 +43,13 @@ def encode_frame(buf, off, payload, bytewise=False):
     crc = crc16(payload)
     if _BLOCKWISE and not bytewise:
         return _encode_blocks(buf, off, payload, crc)
-    buf[off] = 0
-    code_at = off + 1  # where the current block's code byte goes
-    p = code_at + 1
-    code = 1
-    total = n + 2
-    i = 0
-    while i < total:
-        if i < n:
-            b = payload[i]
-        elif i == n:
-            b = crc >> 8
-        else:
-            b = crc & 0xFF
-        i += 1
-        if code_at < 0:
-            # A full block of 254 bytes has no implied zero; the next block is opened
-            # only when more input comes, so the canonical form has no empty last block.
-            code_at = p
-            p += 1
-            code = 1
-        if b == 0:
-            buf[code_at] = code
-            code_at = p
-            p += 1
-            code = 1
-        else:
-            buf[p] = b
-            p += 1
-            code += 1
-            if code == 0xFF:
-                buf[code_at] = code
-                code_at = -1
-    if code_at >= 0:
-        buf[code_at] = code
-    buf[p] = 0
-    return p + 1 - off
+    if off:
+        buf = memoryview(buf)[off:]
+    # buf holds frame_size_max(n) bytes: the blocks go in one pass of the part encoder
+    return _encode_part(buf, payload, crc, 0)[0]
 
 
-FRAME_PART_MIN = 258  # a buffer for encode_frame_part: 00, one whole block (255), 00, spare
+FRAME_PART_MIN = const(258)  # a buffer for encode_frame_part: 00, one whole block (255), 00, spare
 
 
 def encode_frame_part(buf, payload, crc, pos):
@@ -89,9 +58,15 @@ def encode_frame_part(buf, payload, crc, pos):
     (which writes the leading 00), then what the last call returned. Returns (bytes
     written to buf[0:], next pos); next pos is -1 once the closing 00 is written. The parts
     in order are exactly encode_frame's bytes."""
-    cap = len(buf)
-    if cap < FRAME_PART_MIN:
+    if len(buf) < FRAME_PART_MIN:
         raise EncodeError("buffer too small for a frame part")
+    return _encode_part(buf, payload, crc, pos)
+
+
+def _encode_part(buf, payload, crc, pos):
+    # COBS by hand, byte by byte (encode_frame_part's contract, any buffer size): a block
+    # is written only while it fits whole with the closing 00
+    cap = len(buf)
     n = len(payload)
     total = n + 2
     i = pos >> 1
@@ -131,7 +106,7 @@ def encode_frame_part(buf, payload, crc, pos):
 
 
 def _encode_blocks(buf, off, payload, crc):
-    # CPython: the same bytes as the loop above, a block at a time
+    # CPython: the same bytes as _encode_part, a block at a time
     data = bytes(payload) + bytes((crc >> 8, crc & 0xFF))
     buf[off] = 0
     p = off + 1

@@ -15,7 +15,7 @@ REP = const(0x31)
 
 HEADER_SIZE = const(8)
 _LEN_SIZE = const(8)
-MAX_MSG = 65536
+MAX_MSG = const(65536)
 
 _PEERS = {PAIR: PAIR, PUB: SUB, SUB: PUB, REQ: REP, REP: REQ}
 

@@ -1,5 +1,5 @@
 # nanomsg SUB prefix filters, on their own so a board that only filters (pubmote_node)
-# does not load the SP-over-TCP codec in sp.py, which re-exports SubFilter.
+# does not load the SP-over-TCP codec in sp.py.
 
 
 class SubFilter:

@@ -20,7 +20,8 @@ from pubmote.core import addresses
 from pubmote.core.addresses import is_loopback, log_exposure
 from pubmote.faces.ndn import NdnFaceServer
 from pubmote.faces.sp import SpEndpoint
-from pubmote.gateway.bridge import DEFAULTS, SP_DEFAULTS, Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import DEFAULTS, SP_DEFAULTS, load_config
 from pubmote_wire import sp
 
 LOOPBACK = ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"]

@@ -265,7 +265,8 @@ def test_bridge_journal_on_a_full_file_system(tmp_path: Path, what: str) -> None
 def test_the_journal_state_is_shown_in_the_status_line_and_the_view(tmp_path: Path) -> None:
     from rich.console import Console
 
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
     blocker = tmp_path / "not-a-folder"

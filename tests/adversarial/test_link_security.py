@@ -31,7 +31,8 @@ from pubmote.core.tlscert import (
     load_cert,
     make_gateway_cert,
 )
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 
 TEMP = b"/pubmote/demo/%s/temperature|"
 

@@ -20,7 +20,8 @@ import cbor2
 import pynng
 
 from pubmote.boards.fleet import SimFleet
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 
 APPS = Path(__file__).resolve().parent / "board_apps"
 

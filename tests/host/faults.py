@@ -7,6 +7,7 @@ memory around the fault and the board's recovery."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -14,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,8 @@ from e2e import (
 )
 from pubmote.boards.fleet import SimFleet
 from pubmote.core.auth import key_for_board
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 from pubmote_wire import framing, interest, name, notify, sp
 from pubmote_wire.hmac256 import HmacSigner
 
@@ -62,36 +65,47 @@ async def _acked_arrive(col: Collector, prefix: bytes, acked_log: Path,
     return lost()
 
 
-async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
-                     drop: float = 2e-3, measure: Measure | None = None) -> dict[str, Any]:
-    """A serial line with a bit-error rate and lost bytes: every acked message arrives."""
-    m = measure or Measure()
+SEQ = b"/test/sim1/seq|"
+
+
+@contextlib.asynccontextmanager
+async def _one_board_publishing(tmp: Path, m: Measure) -> AsyncIterator[tuple[Bridge, Any, Collector]]:
+    """(bridge, board, collector): one board publishing every 20 ms (the seqs it saw acked
+    logged in acked.log), collected from SP PUB; yielded once 5 arrived and m has its
+    figures from before the fault."""
     url = "tcp://127.0.0.1:%d" % free_port()
     extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
     async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url]) as bridge:
         await boards_registered(bridge, ["sim1"])
         assert bridge.fleet is not None
-        board = bridge.fleet.boards[0]
-        col = Collector(url, b"/test/sim1/seq|")
+        col = Collector(url, SEQ)
         try:
-            await col.wait_for(b"/test/sim1/seq|", 5)
+            await col.wait_for(SEQ, 5)
             m.bound = Bound(bridge.cfg).sp_pub(1)
             m.before()
-            board.cable.bit_error_rate, board.cable.drop_rate = ber, drop
-            await asyncio.sleep(seconds)  # the length of the noisy spell, not a wait
-            board.cable.bit_error_rate = board.cable.drop_rate = 0.0
-            # the link recovers (and the retries of what the noise hit go through): 100
-            # more messages arrive, then the board stops, so nothing more is acked
-            n, t0 = len(col.lines), time.monotonic()
-            await col.wait_for(b"/test/sim1/seq|", n + 1, timeout_s=60)
-            m.recovered(time.monotonic() - t0)
-            await col.wait_for(b"/test/sim1/seq|", n + 100, timeout_s=60)
-            m.sample()
-            board.power_off()
-            acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
-            m.acked_figures(len(acked), lost)
+            yield bridge, bridge.fleet.boards[0], col
         finally:
             col.close()
+
+
+async def noisy_line(tmp: Path, *, seconds: float = 8, ber: float = 3e-4,
+                     drop: float = 2e-3, measure: Measure | None = None) -> dict[str, Any]:
+    """A serial line with a bit-error rate and lost bytes: every acked message arrives."""
+    m = measure or Measure()
+    async with _one_board_publishing(tmp, m) as (bridge, board, col):
+        board.cable.bit_error_rate, board.cable.drop_rate = ber, drop
+        await asyncio.sleep(seconds)  # the length of the noisy spell, not a wait
+        board.cable.bit_error_rate = board.cable.drop_rate = 0.0
+        # the link recovers (and the retries of what the noise hit go through): 100
+        # more messages arrive, then the board stops, so nothing more is acked
+        n, t0 = len(col.lines), time.monotonic()
+        await col.wait_for(SEQ, n + 1, timeout_s=60)
+        m.recovered(time.monotonic() - t0)
+        await col.wait_for(SEQ, n + 100, timeout_s=60)
+        m.sample()
+        board.power_off()
+        acked, lost = await _acked_arrive(col, SEQ, tmp / "acked.log")
+        m.acked_figures(len(acked), lost)
         face = bridge.hub.boards["sim1"].face
         return {"bits_flipped": board.cable.counters["bits_flipped"],
                 "bytes_lost": board.cable.counters["bytes_lost"],
@@ -104,33 +118,21 @@ async def resets_mid_publish(tmp: Path, *, resets: int = 5,
     """Power cut at random moments while a board publishes every 20 ms (soft state gone
     with it): every message the board saw acked before the cut arrives."""
     m = measure or Measure()
-    url = "tcp://127.0.0.1:%d" % free_port()
-    extra = {"seq_period_ms": 20, "acked_log": "acked.log"}
     rng = random.Random(7)
-    async with bridge_with_boards(tmp, 1, app="probe_app", extra=extra, sp_pub=[url]) as bridge:
-        await boards_registered(bridge, ["sim1"])
-        assert bridge.fleet is not None
-        board = bridge.fleet.boards[0]
-        col = Collector(url, b"/test/sim1/seq|")
-        try:
-            await col.wait_for(b"/test/sim1/seq|", 5)
-            m.bound = Bound(bridge.cfg).sp_pub(1)
-            m.before()
-            for _ in range(resets):
-                await asyncio.sleep(0.5 + rng.random())
-                board.power_off()
-                await asyncio.sleep(0.2)
-                board.start()
-                n, t0 = len(col.lines), time.monotonic()
-                await col.wait_for(b"/test/sim1/seq|", n + 1, timeout_s=20)
-                m.recovered(time.monotonic() - t0)  # from the power coming back
-                await col.wait_for(b"/test/sim1/seq|", n + 5, timeout_s=20)
-            m.sample()
+    async with _one_board_publishing(tmp, m) as (_, board, col):
+        for _ in range(resets):
+            await asyncio.sleep(0.5 + rng.random())
             board.power_off()
-            acked, lost = await _acked_arrive(col, b"/test/sim1/seq|", tmp / "acked.log")
-            m.acked_figures(len(acked), lost)
-        finally:
-            col.close()
+            await asyncio.sleep(0.2)
+            board.start()
+            n, t0 = len(col.lines), time.monotonic()
+            await col.wait_for(SEQ, n + 1, timeout_s=20)
+            m.recovered(time.monotonic() - t0)  # from the power coming back
+            await col.wait_for(SEQ, n + 5, timeout_s=20)
+        m.sample()
+        board.power_off()
+        acked, lost = await _acked_arrive(col, SEQ, tmp / "acked.log")
+        m.acked_figures(len(acked), lost)
         return {"resets": resets, "acked": len(acked), "acked_lost": len(lost),
                 "lost_examples": lost[:10]}
 

@@ -13,7 +13,7 @@ import pytest
 
 import oracle
 from pubmote.pipeline.batch import run_batch
-from pubmote.pipeline.session import PipelineError
+from pubmote.pipeline.errors import PipelineError
 from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")

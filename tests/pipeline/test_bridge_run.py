@@ -11,7 +11,8 @@ from typing import Any
 from e2e import Collector, free_port, sp_connected, wait_until
 from pubmote.boards.fleet import SimFleet
 from pubmote.core.addresses import DEFAULT_BAUD
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 from pubmote.pipeline.batch import run_batch
 from pubmote.pipeline.readings import reading_of
 

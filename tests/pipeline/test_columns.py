@@ -71,7 +71,7 @@ def test_a_json_source_checkpoint_is_refused(tmp_path: Path) -> None:
     columns source every window would be counted again, so it is refused."""
     import pytest
 
-    from pubmote.pipeline.session import PipelineError
+    from pubmote.pipeline.errors import PipelineError
     from pubmote.pipeline.stream import check_checkpoint
 
     src = tmp_path / "windows" / "sources" / "0"
@@ -89,7 +89,7 @@ def test_a_large_backlog_is_compacted_in_child_processes(
     CHILD_BYTES: the same columns and counts as compacting in the driver, a second run
     compacts nothing, and a child's failure is a PipelineError naming the cause."""
     from pubmote.pipeline import backlog
-    from pubmote.pipeline.session import PipelineError
+    from pubmote.pipeline.errors import PipelineError
 
     recs = list(records(500, boards=3, subscribers=2, seed=5))
     for d in ("driver", "children"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pubmote.pipeline import jvm_archive
-from pubmote.pipeline.session import require_java
+from pubmote.pipeline.java import require_java
 from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")

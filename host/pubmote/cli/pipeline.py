@@ -105,7 +105,8 @@ def usage_error(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pubmote.pipeline.session import PipelineError, spark_session
+    from pubmote.pipeline.errors import PipelineError
+    from pubmote.pipeline.session import spark_session
 
     error = usage_error(args)
     if error:

@@ -150,8 +150,8 @@ class BoardAuth:
                     reason, n)
         return reason
 
-    def check_interest(self, board: str | None, i: ndn_interest.Interest, pkt: bytes,
-                       *, what: str = "notify", check_time: bool = True) -> str | None:
+    def interest_refusal(self, board: str | None, i: ndn_interest.Interest, pkt: bytes,
+                         *, what: str = "notify", check_time: bool = True) -> str | None:
         """None if the signed Interest is acceptable, else the reason (counted, logged)."""
         if i.sig_type != HMAC_SHA256:  # no signature, or one anybody can make (digest)
             return self._reject("unsigned", board, what)
@@ -177,7 +177,8 @@ class BoardAuth:
         self.accepted += 1
         return None
 
-    def check_data(self, board: str | None, pkt: bytes) -> str | None:
+    def data_refusal(self, board: str | None, pkt: bytes) -> str | None:
+        """None if the message Data is signed by the board's key, else the reason."""
         key = self.keys.get(board or "")
         d = ndn_data.decode_data(pkt)
         if key is None:

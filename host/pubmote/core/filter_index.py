@@ -1,7 +1,8 @@
 """Which subscribers take a message: every board's and NDN app's nanomsg-style prefix
 filters in one index, so a relayed message costs a few dict look-ups instead of one
-filter match per subscriber (issue 17: with 100 boards, matching each message against
-every board's filters was a fifth of the bridge's CPU per message).
+filter match per subscriber: with many boards, matching each message against every
+board's filters would be a large share of the bridge's CPU per message
+(bench/gateway/hotpath.py measures it).
 
 A filter matches a line if it is a byte prefix of it (nanomsg; the empty filter matches
 everything). The index groups the filters by length: for each distinct length L, the

@@ -110,9 +110,6 @@ class Forwarder:
             if not mine:
                 del self._routes_by_face[face.face_id]
 
-    def routes_of(self, face: Face) -> int:
-        return len(self._routes_by_face.get(face.face_id, ()))
-
     def remove_face(self, face: Face) -> None:
         """A face went down: its routes go, and its part in the PIT (an entry that only it
         was waiting for goes with it)."""

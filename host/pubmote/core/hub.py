@@ -29,8 +29,11 @@ from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
 from pubmote_wire.batch import BATCH
+from pubmote_wire.data import DATA
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
+from pubmote_wire.interest import INTEREST
+from pubmote_wire.lp import LP_PACKET
 
 log = logging.getLogger("pubmote.hub")
 
@@ -79,12 +82,12 @@ class Hub(NotifyIntake, Delivery):
             if not pkt:  # a good frame of no bytes (its CRC only): nothing to dispatch
                 raise DecodeError("empty packet")
             typ = pkt[0]
-            if typ == 0x05:
+            if typ == INTEREST:
                 self._on_interest(face, pkt)
-            elif typ == 0x06:
+            elif typ == DATA:
                 d = ndn_data.decode_data(pkt)
                 self.fwd.satisfy(bytes(d.name), pkt, face)
-            elif typ == 0x64:
+            elif typ == LP_PACKET:
                 self._on_lp(face, pkt)
             elif typ == BATCH:
                 self._on_batch(face, pkt)
@@ -101,7 +104,8 @@ class Hub(NotifyIntake, Delivery):
         if p.fragment is None:
             return
         inner = bytes(p.fragment)
-        if inner[:1] == b"\x64":
+        typ = inner[0] if inner else -1
+        if typ == LP_PACKET:
             raise DecodeError("LpPacket inside an LpPacket")  # no recursion on nesting
         if p.nack_reason is not None:
             self.counters["nacks_recv"] += 1
@@ -114,9 +118,9 @@ class Hub(NotifyIntake, Delivery):
                     if f.face_id != face.face_id:
                         f.send_packet(bytes(buf[:n]))
             return
-        if inner[:1] == b"\x05":
+        if typ == INTEREST:
             self._on_interest(face, inner)
-        elif inner[:1] == b"\x06":
+        elif typ == DATA:
             d = ndn_data.decode_data(inner)
             self.fwd.satisfy(bytes(d.name), inner, face)
         else:
@@ -145,7 +149,7 @@ class Hub(NotifyIntake, Delivery):
                 self._send_nack(face, pkt)
             return
         try:
-            topic, publisher, nonce, fwd, ni = notify.notify_parts(i, pkt)
+            topic, publisher, nonce, fwd_hint, ni = notify.notify_parts(i, pkt)
         except DecodeError:
             topic = None
         if topic is not None:
@@ -153,7 +157,7 @@ class Hub(NotifyIntake, Delivery):
                 return  # rejected (counted and logged by the policy)
             inline = notify.inline_msg(ni)
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
-                                        bytes(fwd) if fwd is not None else None,
+                                        bytes(fwd_hint) if fwd_hint is not None else None,
                                         ni.sig_time_ms,
                                         bytes(inline) if inline is not None else None))
             return
@@ -204,7 +208,7 @@ class Hub(NotifyIntake, Delivery):
                         "registered another prefix" % (face.label, b.name))
             return True
         if auth.requires(topic):
-            return auth.check_interest(board_of(publisher), ni, pkt) is not None
+            return auth.interest_refusal(board_of(publisher), ni, pkt) is not None
         return False
 
     def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
@@ -268,8 +272,8 @@ class Hub(NotifyIntake, Delivery):
             return
         auth = self.auth
         key = auth.keys.get(bname) if auth is not None else None
-        if key is not None and auth is not None and auth.check_interest(
-                bname, i, pkt, what="registration", check_time=False):
+        if key is not None and auth is not None and auth.interest_refusal(
+                bname, i, pkt, what="registration", check_time=False) is not None:
             # a board with a key registers only with it: nobody else takes its name
             auth.rejected["register_rejected"] += 1
             return

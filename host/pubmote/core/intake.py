@@ -24,7 +24,7 @@ class NotifyIntake(HubBase):
     """Takes messages in from boards and NDN apps that publish."""
 
     async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
-                         publisher: bytes, nonce: bytes, fwd: bytes | None = None,
+                         publisher: bytes, nonce: bytes, fwd_hint: bytes | None = None,
                          t_board: int | None = None, inline: bytes | None = None) -> None:
         key = publisher + b"\x00" + nonce
         if key in self._done:
@@ -37,7 +37,7 @@ class NotifyIntake(HubBase):
         try:
             d = self._inline_msg(inline, publisher, topic, nonce)
             reply = inline if d is not None else await self._fetch(face, publisher, topic,
-                                                                   nonce, fwd)
+                                                                   nonce, fwd_hint)
             if reply is None:
                 self.counters["fetch_failed"] += 1
                 self._count_board(face, "fetch_failed")
@@ -45,7 +45,7 @@ class NotifyIntake(HubBase):
                                     face.label, topic=ndn_name.to_uri(topic))
                 return
             if (self.auth is not None and face.kind != "ndn" and self.auth.requires(topic)
-                    and self.auth.check_data(board_of(publisher), reply)):
+                    and self.auth.data_refusal(board_of(publisher), reply) is not None):
                 return
             if d is None:
                 d = ndn_data.decode_data(reply)
@@ -143,20 +143,20 @@ class NotifyIntake(HubBase):
         return d
 
     async def _fetch(self, face: HubFace, publisher: bytes, topic: bytes, nonce: bytes,
-                     fwd: bytes | None = None) -> bytes | None:
+                     fwd_hint: bytes | None = None) -> bytes | None:
         # route by the message's name, else by the publisher's forwarding hint (the
         # notify's PublisherFwdHint: the publisher prefix is not announced), else back
         # where the notify came from
         hops = self.fwd.lookup(notify.msg_name(publisher, topic, nonce))
-        if not hops and fwd:
-            hops = self.fwd.lookup(fwd)
+        if not hops and fwd_hint:
+            hops = self.fwd.lookup(fwd_hint)
         if not hops:
             hops = [face]
-        buf = bytearray(len(publisher) + len(topic) + len(fwd or b"") + OVERHEAD)
+        buf = bytearray(len(publisher) + len(topic) + len(fwd_hint or b"") + OVERHEAD)
         for _ in range(self.retries):
             n = notify.encode_msg_interest(buf, 0, publisher, topic, nonce,
                                            interest_nonce=new_nonce(), lifetime_ms=self.timeout_ms,
-                                           fwd_hint=fwd or None)
+                                           fwd_hint=fwd_hint or None)
             pkt = bytes(buf[:n])
             reply = await self._express(pkt, hops, owner=face)
             if reply is not None:

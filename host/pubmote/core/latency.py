@@ -1,6 +1,6 @@
 """A latency histogram that costs one list increment per sample: the bridge-added latency
 of relayed messages (a face's read of a board's record to the SP subscriber's socket
-write), reported in the bridge's status line and by the benches (issue 17)."""
+write), reported in the bridge's status line and by the benches."""
 
 from __future__ import annotations
 

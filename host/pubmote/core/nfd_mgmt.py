@@ -16,6 +16,7 @@ RIB_UNREGISTER = ndn_name.from_uri("/localhost/nfd/rib/unregister")
 LOCALHOST = ndn_name.from_uri("/localhost")
 
 # ControlParameters (NFD management protocol)
+NAME = 0x07
 CONTROL_PARAMETERS = 0x68
 CONTROL_RESPONSE = 0x65
 STATUS_CODE = 0x66
@@ -37,7 +38,7 @@ def parse_control_parameters(value: bytes) -> dict[str, Any]:
     out: dict[str, Any] = {}
     r = tlv.TLVReader(value, vs, ve)
     while r.next():
-        if r.typ == 0x07:
+        if r.typ == NAME:
             nm = bytes(r.value())
             ndn_name.validate(nm)
             out["name"] = nm
@@ -55,7 +56,7 @@ def control_response(code: int, text: str, params: dict[str, Any] | None) -> byt
     if params is not None:
         nm = params["name"]
         inner = bytearray(len(nm) + 64)
-        n = tlv.write_tl(inner, 0, 0x07, len(nm))
+        n = tlv.write_tl(inner, 0, NAME, len(nm))
         inner[n:n + len(nm)] = nm
         n += len(nm)
         n += tlv.write_nonneg_tlv(inner, n, FACE_ID, params.get("face_id", 0))

@@ -18,7 +18,6 @@ class TopicTable:
     def __init__(self, max_topics: int, hits: LimitHits) -> None:
         self.max_topics = max_topics
         self.hits = hits
-        self.evicted = 0
         # insertion order is the clock's order; each value's `mark` is its count when it
         # was inserted or last passed over
         self._stats: dict[bytes, TopicStats] = {}
@@ -43,7 +42,6 @@ class TopicTable:
                     break
                 old.mark = old.count  # published since: a second chance, at the back
                 table[old_topic] = old
-            self.evicted += 1
             self.hits.hit("max_topics", "the figures of %r evicted", old_topic[:60])
         stats = table[topic] = TopicStats()
         stats.mark = 1  # its first message, counted next

@@ -189,8 +189,3 @@ def decode(data: bytes | bytearray | memoryview, *, max_depth: int = MAX_DEPTH,
     if d.pos != len(b):
         raise d.fail("trailing bytes")
     return v
-
-
-def encoded_len(obj: Any) -> int:
-    """Length of obj's bencoding (BEP 44 limits `v` by it)."""
-    return len(encode(obj))

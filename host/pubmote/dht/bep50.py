@@ -67,7 +67,6 @@ class TopicOverlay:
         self.catch_up_s = catch_up_s
         self._behind: set[Addr] = set()  # members the last forward did not reach
         self._catching_up: asyncio.Task[None] | None = None
-        self.updated_at: float | None = None  # monotonic time the current item arrived
         self.counters = {"puts_in": 0, "puts_newer": 0, "forwards": 0, "forward_failed": 0,
                          "refused": 0, "joins": 0, "superseded": 0, "catch_up_puts": 0,
                          "caught_up": 0, "upkeep_failed": 0}
@@ -243,7 +242,6 @@ class TopicOverlay:
         if self.item is not None and item.seq <= self.item.seq:
             return False
         self.item = item
-        self.updated_at = time.monotonic()
         # the overlay node stores the topic's item: `get` on the main DHT finds it here too
         with contextlib.suppress(KrpcError):
             self.node.store.put_mutable(item)

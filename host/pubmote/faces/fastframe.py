@@ -1,7 +1,7 @@
 """The link framing (pubmote_wire.framing: CRC-16 then COBS, 0x00-delimited) on the
 bridge's hot path, in fewer Python steps: a board face frames and deframes one packet per
 board message, and the codec's general functions (preallocated buffers, a board's idioms)
-cost a CPython bridge ~3 us each way per packet (issue 17's gateway profile).
+cost a CPython bridge microseconds each way per packet (bench/gateway/hotpath.py).
 
 Same bytes as the codec, proven by tests/host/faces/test_fastframe.py: `encode` hands any
 payload with a 254-byte run without zeros to framing.encode; `Deframer` decodes whole

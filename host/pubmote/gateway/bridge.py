@@ -22,11 +22,6 @@ from pubmote.faces.sp import SpEndpoint
 from pubmote.faces.stream import StreamListener
 from pubmote.faces.tls import LinkGuard, server_context
 from pubmote.faces.udp import UdpServer
-from pubmote.gateway.config import (  # noqa: F401 - where callers have found them
-    DEFAULTS,
-    SP_DEFAULTS,
-    load_config,
-)
 from pubmote_wire import name as ndn_name
 from pubmote_wire import sp
 

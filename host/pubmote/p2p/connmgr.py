@@ -29,7 +29,6 @@ class Connection:
         self.remote_addr = remote_addr
         self.local_addr = local_addr
         self.direction = direction
-        self.opened_at = time.monotonic()
         self.tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -133,7 +132,6 @@ class ConnectionManager:
         self.local_peer = local_peer
         self.max_connections = max_connections
         self._conns: dict[PeerId, Connection] = {}
-        self.refused_connections = 0
 
     def __len__(self) -> int:
         return len(self._conns)

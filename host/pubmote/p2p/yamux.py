@@ -275,10 +275,6 @@ class Stream:
         self.session._send_frame(TYPE_WINDOW_UPDATE, FLAG_RST, self.stream_id, 0)
         self.session._forget(self)
 
-    @property
-    def is_open(self) -> bool:
-        return not self.reset_reason and not (self.local_closed and self.remote_closed)
-
 
 class YamuxSession:
     """A Yamux session: `run()` reads frames until the connection ends."""

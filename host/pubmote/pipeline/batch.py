@@ -95,7 +95,7 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
                                   reading_key=reading_key, log=log, backlog=backlog)
     try:
         # both tables at once: one job's planning, code generation and last tasks leave a
-        # core the other's tasks take (10M rows: 12.1 -> 11.4 s, bench/pipeline/PROFILE.md)
+        # core the other's tasks take (bench/pipeline/PROFILE.md)
         with ThreadPoolExecutor(max_workers=len(tables)) as pool:
             for name, n in zip(tables, pool.map(lambda t: _write(t[0], t[1], out), tables.items()),
                                strict=True):

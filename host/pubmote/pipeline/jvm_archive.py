@@ -2,8 +2,8 @@
 classes a pipeline run loads, saved once per Java, pyspark and install, and mapped by every
 later run instead of loading and verifying some 15,000 classes from Spark's jars again.
 
-Measured on the bench's 2-core machine (bench/pipeline/PROFILE.md): the SparkSession's
-start 4.4 -> 2.6 s wall, the first query over a journal's columns 2.9 -> 1.6 s. The first
+It roughly halves the SparkSession's start and the first query over a journal's columns
+(the figures: bench/pipeline/PROFILE.md). The first
 batch run of `pubmote pipeline` saves the archive when its JVM exits (about 10 s, once);
 `make setup` makes it ahead (`python -m pubmote.pipeline.jvm_archive`). The JVM checks the
 archive against its own build and class path and ignores one that does not match, so a

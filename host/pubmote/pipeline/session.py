@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import Log, PipelineError
+from .errors import PipelineError
 from .java import require_java
 
-__all__ = ["LOCAL_DRIVER_MEMORY", "Log", "PipelineError", "parse_conf", "require_java",
-           "spark_session"]
+__all__ = ["LOCAL_DRIVER_MEMORY", "parse_conf", "spark_session"]
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,7 +15,7 @@ from measure import Bound, Measure
 from e2e import wait_until
 from pubmote.core.hub import Hub, Message
 from pubmote.dht import bep44
-from pubmote.gateway.bridge import load_config
+from pubmote.gateway.config import load_config
 from pubmote.gateway.mesh.envelope import Envelope
 from pubmote.gateway.mesh.relay import from_config
 from pubmote.gateway.retained import RetainedTopics

@@ -20,7 +20,7 @@ from measure import Bound, Measure
 
 import faults
 from e2e import APPS, free_port
-from pubmote.gateway.bridge import load_config
+from pubmote.gateway.config import load_config
 from pubmote_wire import sp
 
 from .common import scaled

@@ -11,7 +11,8 @@ import pytest
 
 from e2e import APPS, Collector, boards_registered, free_port
 from pubmote.boards.fleet import SimFleet
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 
 
 def test_relative_sim_dir_and_app_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

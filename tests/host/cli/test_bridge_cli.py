@@ -102,7 +102,7 @@ def test_bad_invocations_one_clear_line(args: list[str], message: str) -> None:
 
 
 def test_config_file_and_flags_override(tmp_path: Path) -> None:
-    from pubmote.gateway.bridge import load_config
+    from pubmote.gateway.config import load_config
 
     conf = tmp_path / "gw.toml"
     conf.write_text('[bridge]\ngateway = "gw7"\nsim_boards = 3\nsp_pub = "tcp://127.0.0.1:1"\n')
@@ -136,7 +136,8 @@ def test_endpoints_say_so_when_reachable_from_other_hosts(
     import logging
 
     from e2e import free_port
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
 
     caplog.set_level(logging.INFO)
 

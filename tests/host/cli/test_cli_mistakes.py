@@ -1,5 +1,5 @@
 """Every mistake a new user makes with `pubmote` gets one line on stderr naming the flag or
-key, what was wrong and what to do, with exit status 2 and no traceback (issue #20)."""
+key, what was wrong and what to do, with exit status 2 and no traceback."""
 
 from __future__ import annotations
 

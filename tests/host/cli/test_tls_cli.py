@@ -16,7 +16,7 @@ import pytest
 
 from pubmote.cli.config_check import ConfigError, check
 from pubmote.core.tlscert import cert_der, fingerprint, load_cert, make_gateway_cert
-from pubmote.gateway.bridge import load_config
+from pubmote.gateway.config import load_config
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 

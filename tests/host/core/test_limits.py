@@ -17,8 +17,8 @@ from pubmote.core.forwarder import Forwarder
 from pubmote.core.limits import DEFAULTS, KEYS, LimitHits, Limits
 from pubmote.core.messages import Message
 from pubmote.core.topic_table import TopicTable
-from pubmote.gateway.bridge import DEFAULTS as BRIDGE_DEFAULTS
-from pubmote.gateway.bridge import load_config
+from pubmote.gateway.config import DEFAULTS as BRIDGE_DEFAULTS
+from pubmote.gateway.config import load_config
 from pubmote_wire import name as ndn_name
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "limits.md"

@@ -256,3 +256,13 @@ print("kept" if kept else "gone")
         out = subprocess.run([sys.executable, "-c", code, arg], capture_output=True, text=True,
                              timeout=60, check=True, cwd=ROOT).stdout.split()
         assert out == [want], out
+
+
+def test_the_faces_packet_types_are_the_codecs() -> None:
+    # face.py names the packet types as its own const()s (no heap on the board, and lp and
+    # batch stay unloaded); they must be the codec's numbers
+    src = (ROOT / "firmware/pubmote_node/face.py").read_text()
+    expected = {"_T_INTEREST": interest.INTEREST, "_T_DATA": data.DATA,
+                "_T_LP_PACKET": lp.LP_PACKET, "_T_ACKS": batch.ACKS, "_T_NAME": 0x07}
+    for name, value in expected.items():
+        assert "%s = const(0x%02X)" % (name, value) in src, name

@@ -1,4 +1,4 @@
-"""What `pubmote bridge --no-view` tells its user while it runs (issue #20): a serial port
+"""What `pubmote bridge --no-view` tells its user while it runs: a serial port
 that does not open, garbage on the SP SUB endpoint, status lines, the summary at exit;
 -vv shows every message where -v does not. Plus the SP endpoints' defaults."""
 
@@ -95,7 +95,7 @@ def test_no_view_tells_what_is_wrong_and_what_happens(tmp_path: Path, verbosity:
 
 
 def test_sp_defaults_on_the_command_line_only(tmp_path: Path) -> None:
-    from pubmote.gateway.bridge import load_config
+    from pubmote.gateway.config import load_config
 
     cfg = load_config(None, {}, sp_defaults=True)
     assert cfg["sp_pub"] == ["tcp://127.0.0.1:5560"]
@@ -139,7 +139,8 @@ def test_view_shows_why_a_port_is_down() -> None:
 
     from rich.console import Console
 
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
     async def run() -> str:

@@ -177,7 +177,8 @@ def test_the_view_shows_a_crashed_board_and_bad_sp_messages(tmp_path: Path) -> N
     from rich.console import Console
 
     from pubmote.boards.fleet import SimFleet
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
     apps = tmp_path / "apps"

@@ -6,7 +6,7 @@ import pytest
 
 from pubmote.gateway.mesh.directed import (
     Address,
-    AddressError,
+    DirectedAddressError,
     Originator,
     address_from_topic,
     gossip_topic,
@@ -42,7 +42,7 @@ BAD = ["", "gw2", "/", "//", "/gw2/", "/gw2/sim1/x", "/*/sim1", "/gw|2", "/g w",
 
 @pytest.mark.parametrize("text", BAD)
 def test_bad_addresses(text: str) -> None:
-    with pytest.raises(AddressError):
+    with pytest.raises(DirectedAddressError):
         parse_address(text)
 
 
@@ -50,7 +50,7 @@ def test_originators() -> None:
     assert parse_originator("/gw1/sim1") == Originator("gw1", "sim1")
     assert str(parse_originator("/gw1")) == "/gw1"
     for bad in ("/*", "/gw1/*", "gw1", "/a/b/c"):
-        with pytest.raises(AddressError):
+        with pytest.raises(DirectedAddressError):
             parse_originator(bad)
 
 
@@ -62,7 +62,7 @@ def test_topic_mapping_both_ways() -> None:
         assert address_from_topic(t) == a
     assert topic_of(parse_address("/*/*")) == b"/pubmote/to/%2A/%2A"
     assert address_from_topic(b"/pubmote/demo/x") is None
-    with pytest.raises(AddressError):
+    with pytest.raises(DirectedAddressError):
         address_from_topic(b"/pubmote/to/a/b/c")
     assert gossip_topic("home") == "/home/to/*"
 

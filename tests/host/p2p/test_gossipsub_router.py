@@ -594,3 +594,14 @@ def test_publish_limits_and_peer_limit() -> None:
         finally:
             await stop(nodes)
     run(go())
+
+
+@pytest.mark.parametrize("bad", [
+    {"D_low": 0}, {"D_score": 99}, {"D_out": 5},
+    {"mcache_gossip": 6, "mcache_len": 5}, {"mcache_len": 0, "mcache_gossip": 0},
+    {"heartbeat_s": 0},
+])
+def test_config_check_refuses_impossible_settings(bad: dict[str, Any]) -> None:
+    GossipConfig().check()
+    with pytest.raises(ValueError):
+        GossipConfig(**bad).check()

@@ -38,7 +38,7 @@ WILDCARD = "*"
 DIRECTED_PREFIX = b"/pubmote/to/"
 
 
-class AddressError(ValueError):
+class DirectedAddressError(ValueError):
     """A malformed directed address or originator."""
 
 
@@ -46,7 +46,7 @@ def check_name(name: str, what: str = "name") -> str:
     """A gateway or board name usable in addresses (core.addresses.name_problem)."""
     why = name_problem(name)
     if why is not None:
-        raise AddressError("%s %r cannot be used in directed addresses: %s" % (what, name, why))
+        raise DirectedAddressError("%s %r cannot be used in directed addresses: %s" % (what, name, why))
     return name
 
 
@@ -89,14 +89,14 @@ class Address:
 
 
 def parse_address(text: str) -> Address:
-    """`/orch/node`, `/orch`, `/orch/*`, `/*` or `/*/*` -> Address; AddressError otherwise.
+    """`/orch/node`, `/orch`, `/orch/*`, `/*` or `/*/*` -> Address; DirectedAddressError otherwise.
     `%2A` (how an NDN name URI writes *) is read as *."""
     parts = _split(text, "address")
     orch = parts[0]
     node = parts[1] if len(parts) == 2 else None
     if orch == WILDCARD:
         if node not in (None, WILDCARD):
-            raise AddressError("address %r: /*/node is not a directed address" % text)
+            raise DirectedAddressError("address %r: /*/node is not a directed address" % text)
         return Address(None, node)
     check_name(orch, "gateway")
     if node is not None and node != WILDCARD:
@@ -130,28 +130,28 @@ class Originator:
 def parse_originator(text: str) -> Originator:
     parts = _split(text, "originator")
     if WILDCARD in parts:
-        raise AddressError("originator %r has a wildcard" % text)
+        raise DirectedAddressError("originator %r has a wildcard" % text)
     return Originator(parts[0], parts[1] if len(parts) == 2 else None)
 
 
 def _split(text: str, what: str) -> list[str]:
     if not isinstance(text, str) or not text.startswith("/") or len(text) > 200:
-        raise AddressError("%s %r must start with /" % (what, text))
+        raise DirectedAddressError("%s %r must start with /" % (what, text))
     parts = [unquote(p) for p in text[1:].split("/")]
     if len(parts) > 2 or not all(parts):
-        raise AddressError("%s %r must be /orch or /orch/node" % (what, text))
+        raise DirectedAddressError("%s %r must be /orch or /orch/node" % (what, text))
     return parts
 
 
 def address_from_topic(topic: bytes) -> Address | None:
     """The address in a board topic `/pubmote/to/<orch>[/<node>]`; None if the topic is not
-    under /pubmote/to/; AddressError if it is, but malformed."""
+    under /pubmote/to/; DirectedAddressError if it is, but malformed."""
     if not topic.startswith(DIRECTED_PREFIX):
         return None
     try:
         rest = topic[len(DIRECTED_PREFIX) - 1:].decode()
     except UnicodeDecodeError:
-        raise AddressError("directed topic is not text") from None
+        raise DirectedAddressError("directed topic is not text") from None
     return parse_address(rest)
 
 

@@ -282,7 +282,11 @@ class Validators:
     def to_validator(self, msg: GossipLike) -> str:
         """/<realm>/to/*: a directed envelope with a valid address, from the gateway its
         originator names."""
-        from pubmote.gateway.mesh.directed import AddressError, parse_address, parse_originator
+        from pubmote.gateway.mesh.directed import (
+            DirectedAddressError,
+            parse_address,
+            parse_originator,
+        )
 
         env = self._peek(msg)
         if env is None or env.address is None or env.originator is None:
@@ -290,7 +294,7 @@ class Validators:
         try:
             parse_address(env.address)
             orig = parse_originator(env.originator)
-        except AddressError as e:
+        except DirectedAddressError as e:
             log.warning("directed envelope on %s refused: %s", msg.topic, e)
             return REJECT
         if orig.orch != env.gateway:

@@ -30,7 +30,7 @@ from pubmote.core.limits import Limits
 from pubmote.gateway.mesh.directed import (
     DIRECTED_PREFIX,
     Address,
-    AddressError,
+    DirectedAddressError,
     Originator,
     Plan,
     address_from_topic,
@@ -357,7 +357,7 @@ class GatewayMesh:
             address = address_from_topic(msg.topic)
             topic, body, ts = parse_directed_payload(msg.payload)
             originator = self._originator_of(msg)
-        except (AddressError, DirectedError) as e:
+        except (DirectedAddressError, DirectedError) as e:
             self.counters["directed_bad"] += 1
             log.warning("directed message on %s from %s refused: %s",
                         msg.topic.decode(errors="replace"), msg.origin, e)
@@ -401,7 +401,7 @@ class GatewayMesh:
         try:
             address = parse_address(env.address or "")
             originator = parse_originator(env.originator or "")
-        except AddressError as e:  # the validator checked; a bug if it gets here
+        except DirectedAddressError as e:  # the validator checked; a bug if it gets here
             self.counters["directed_bad"] += 1
             log.warning("directed message from the mesh refused: %s", e)
             return

@@ -93,11 +93,7 @@ class RouterBase:
         c = self.config
         over = max(0.0, s.behaviour - c.behaviour_penalty_threshold)
         return (c.invalid_message_weight * s.invalid * s.invalid
-                + c.behaviour_penalty_weight * over * over + s.app)
-
-    def set_app_score(self, peer: PeerId, value: float) -> None:
-        """The application-specific part of a peer's score (P5), e.g. from a realm."""
-        self._score_of(peer).app = value
+                + c.behaviour_penalty_weight * over * over)
 
     def peer_throttled(self, peer: PeerId) -> int:
         ps = self._peers.get(peer)

@@ -77,6 +77,10 @@ class GossipConfig:
         if self.D_out is not None and not (0 <= self.D_out < self.D_low
                                            and self.D_out <= self.D // 2):
             raise ValueError("need 0 <= D_out < D_low and D_out <= D/2")
+        if self.mcache_gossip > self.mcache_len or self.mcache_len < 1:
+            raise ValueError("need 1 <= mcache_gossip <= mcache_len")
+        if self.heartbeat_s <= 0:
+            raise ValueError("heartbeat_s must be positive")
 
     @property
     def d_out(self) -> int:
@@ -84,7 +88,3 @@ class GossipConfig:
         if self.D_out is not None:
             return self.D_out
         return max(0, min(2, self.D_low - 1, self.D // 2))
-        if self.mcache_gossip > self.mcache_len or self.mcache_len < 1:
-            raise ValueError("need 1 <= mcache_gossip <= mcache_len")
-        if self.heartbeat_s <= 0:
-            raise ValueError("heartbeat_s must be positive")

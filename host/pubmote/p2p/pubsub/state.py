@@ -14,12 +14,11 @@ from pubmote.p2p.yamux import Stream
 
 
 class Score:
-    __slots__ = ("invalid", "behaviour", "app", "last_seen")
+    __slots__ = ("invalid", "behaviour", "last_seen")
 
     def __init__(self) -> None:
         self.invalid = 0.0
         self.behaviour = 0.0
-        self.app = 0.0
         self.last_seen = time.monotonic()
 
 
