@@ -14,7 +14,8 @@
 // board killed at any moment (a power cut) boots again from FILE with --flash-in FILE.
 //
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
-//          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200] [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
+//          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
+//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
@@ -92,7 +93,13 @@ Object.defineProperty(adcValues, 4, {
 });
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
 function placeImage(path, offset, what, after) {
-  const img = fs.readFileSync(path);
+  let img;
+  try {
+    img = fs.readFileSync(path);
+  } catch (e) {
+    process.stderr.write("pico.mjs: " + what + ": " + e.message + "\n");
+    process.exit(2);
+  }
   if (offset < after || offset + img.length > opts.flashBytes) {
     process.stderr.write("pico.mjs: " + what + " overlaps the firmware or the flash's end (" +
       opts.flashBytes + " bytes)\n");

@@ -129,3 +129,11 @@ def test_power_cut_mid_write_leaves_a_mountable_filesystem(built: None,
     # ones it was writing when the power went
     assert n >= done + 1, (n, done, out)
     assert m.group(3) == "True" and m.group(4) == "True", out
+
+
+def test_a_missing_chip_image_is_a_usage_error(tmp_path: Path) -> None:
+    cmd = runner_cmd(None, flash_in=tmp_path / "none.flash", flash_out=tmp_path / "out.flash")
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "none.flash" in p.stderr, p.stderr
+    assert not (tmp_path / "out.flash").exists()  # nothing written for a run that never began
