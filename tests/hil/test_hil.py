@@ -70,8 +70,8 @@ class EmulatedPico:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        # its configuration reaches it as a littlefs image in its flash, as a real board's
-        # would without mpremote (the emulated flash cannot be written by the firmware)
+        # its configuration reaches it as a littlefs image in its flash; a power cycle
+        # boots from the chip as the board left it (NAME.flash)
         self.board = PicoBoard(NAME, tmp, period_ms=PERIOD_MS)
         self.call(self.board.start)
 

@@ -3,9 +3,11 @@ running in rp2040js (pico.mjs under node), one process per board.
 
 A board's UART0 is its link to the bridge, as on a real board: the runner's stdin/stdout sit
 on the board end of a pty "cable" (cable.Cable), whose other end the bridge opens with
-pyserial. Its configuration reaches it as it would reach a real board without `mpremote
-cp`: a littlefs image built here (littlefs-python) is placed in the flash where MicroPython's
-filesystem lives, holding /pubmote_config.json; pubmote itself is frozen in the firmware.
+pyserial. Its configuration reaches it in a littlefs image built here (littlefs-python),
+placed in the flash where MicroPython's filesystem lives, holding /pubmote_config.json;
+pubmote itself is frozen in the firmware. The firmware can write its flash (flashchip.mjs):
+the whole chip is kept in NAME.flash, so a reset (a power cycle) boots from what the board
+last wrote, as a real board does.
 """
 
 from __future__ import annotations
@@ -56,10 +58,16 @@ def firmware_bin(path: Path | None = None) -> Path:
     if not fw.is_file():
         raise FileNotFoundError("no %s: run `pubmote firmware build --board pico` (make "
                                 "firmware) first" % fw)
+    boot_rom()
+    return fw
+
+
+def boot_rom() -> Path:
+    """The RP2040 boot ROM the emulator runs; FileNotFoundError says where it should be."""
     if not BOOTROM.is_file():
         raise FileNotFoundError("no RP2040 boot ROM at %s (../shared/rp2040/ beside the "
                                 "repository)" % BOOTROM)
-    return fw
+    return BOOTROM
 
 
 def make_fs_image(files: dict[str, bytes], dest: Path) -> Path:
@@ -103,9 +111,21 @@ def app_ended(usb_log: Path, since: int = 0) -> str | None:
 
 def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool = False,
                exit_on: str | None = None, timeout_s: float = 0,
-               firmware: Path | None = None) -> list[str]:
-    cmd = [node_exe(), str(RUNNER), "--firmware", str(firmware_bin(firmware)),
-           "--bootrom", str(BOOTROM), "--baud", str(UART_BAUD)]
+               firmware: Path | None = None, flash_in: Path | None = None,
+               flash_out: Path | None = None, repl: str | None = None) -> list[str]:
+    """The runner's command line. flash_in: a whole-chip image to start from (as flash_out
+    writes it, every erase and program written through); with flash_in and no firmware,
+    the board boots whatever firmware the image holds, else firmware (default: the cached
+    build) is placed over it. repl: a line typed at the USB REPL's first prompt."""
+    cmd = [node_exe(), str(RUNNER), "--bootrom", str(boot_rom()), "--baud", str(UART_BAUD)]
+    if flash_in is not None:
+        cmd += ["--flash-in", str(flash_in)]
+    if flash_in is None or firmware is not None:
+        cmd += ["--firmware", str(firmware_bin(firmware))]
+    if flash_out is not None:
+        cmd += ["--flash-out", str(flash_out)]
+    if repl is not None:
+        cmd += ["--repl", repl]
     if fs_image is not None:
         cmd += ["--fs", str(fs_image), "--fs-offset", str(FS_OFFSET)]
     if usb_log is not None:
@@ -121,7 +141,9 @@ def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool
 
 class PicoBoard(SimBoard):
     """One emulated Pico running the demo (or another frozen app) on its UART0 link; a
-    SimBoard in every other respect (port, reset = power cycle, stop)."""
+    SimBoard in every other respect (port, reset = power cycle, power_off = power cut,
+    stop). Its flash chip is NAME.flash: written at its first start (the firmware, then a
+    filesystem holding its config), then kept as the board writes it."""
 
     def __init__(self, name: str, workdir: Path, *, app: str = "demo", period_ms: int = 1000,
                  extra: dict[str, object] | None = None, app_dir: Path | None = None,
@@ -132,6 +154,8 @@ class PicoBoard(SimBoard):
         self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
         self.fs_path = self.workdir / (name + ".lfs")
         self.config_path = self.fs_path
+        self.flash_path = self.workdir / (name + ".flash")
+        self._flashed = False  # NAME.flash holds this board's chip (not a previous run's)
         self.log_path = self.workdir / (name + ".log")  # the board's USB CDC output
         # the profile's UART link: UART0 on GP0/GP1 (boards/rp2040.toml)
         self.config: dict[str, object] = {
@@ -167,17 +191,23 @@ class PicoBoard(SimBoard):
     def start(self) -> None:
         if not self.cable.plugged:
             self.cable.plug()
-        files = {"/pubmote_config.json": json.dumps(self.config).encode()}
-        if self.app_dir is not None:  # --sim-app-dir: the app's modules go to /lib
-            for f in sorted(self.app_dir.glob("*.py")):
-                files["/lib/" + f.name] = f.read_bytes()
-        make_fs_image(files, self.fs_path)
         try:  # the log is appended to across power cycles: what went before is not this run's
             self._log_start = self.log_path.stat().st_size
         except OSError:
             self._log_start = 0
         self._seen = (-1, None)
-        cmd = runner_cmd(self.fs_path, usb_log=self.log_path, firmware=self.firmware)
+        if self._flashed:  # a power cycle: the chip as the board left it
+            cmd = runner_cmd(None, usb_log=self.log_path, flash_in=self.flash_path,
+                             flash_out=self.flash_path)
+        else:
+            files = {"/pubmote_config.json": json.dumps(self.config).encode()}
+            if self.app_dir is not None:  # --sim-app-dir: the app's modules go to /lib
+                for f in sorted(self.app_dir.glob("*.py")):
+                    files["/lib/" + f.name] = f.read_bytes()
+            make_fs_image(files, self.fs_path)
+            cmd = runner_cmd(self.fs_path, usb_log=self.log_path, firmware=self.firmware,
+                             flash_out=self.flash_path)
+            self._flashed = True
         # the runner's stdin/stdout are the board end of the cable: its UART0 pins
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
         try:

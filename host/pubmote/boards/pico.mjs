@@ -1,5 +1,6 @@
 // An emulated Raspberry Pi Pico for pubmote (rp2040js, MIT, used through its API): boots a
-// MicroPython firmware.bin, with an optional littlefs image placed in flash, and joins
+// MicroPython firmware.bin, with an optional littlefs image placed in flash, on a flash chip
+// the firmware can erase and program (flashchip.mjs), and joins
 //   UART0  <-> this process's stdin/stdout (raw bytes; the bridge's pty "cable" is attached
 //             here), fed to the board no faster than a real line at --baud, and never faster
 //             than the firmware drains its 32-byte RX FIFO;
@@ -7,14 +8,21 @@
 // The emulated clock is held back to the wall clock (an idle core would otherwise run
 // asyncio's timers ahead of real time); --fast lifts that for batch runs such as the tests.
 //
-// usage: node pico.mjs --firmware F.bin --bootrom R.bin [--fs IMG --fs-offset N]
-//          [--baud 115200] [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
+// The flash starts erased, then holds --flash-in (a whole-chip image, as --flash-out writes),
+// then --firmware at 0, then --fs at --fs-offset; --flash-out FILE keeps the whole chip in
+// FILE, every erase and program written through before the firmware sees it done, so a
+// board killed at any moment (a power cut) boots again from FILE with --flash-in FILE.
+//
+// usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
+//          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
+//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
+import { installFlashChip } from "./flashchip.mjs";
 
 function parseArgs(argv) {
-  const opts = { baud: 115200, fsOffset: 0, timeoutS: 0, fast: false };
+  const opts = { baud: 115200, fsOffset: 0, timeoutS: 0, fast: false, flashBytes: 2 << 20 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -25,6 +33,9 @@ function parseArgs(argv) {
     else if (a === "--bootrom") opts.bootrom = next();
     else if (a === "--fs") opts.fs = next();
     else if (a === "--fs-offset") opts.fsOffset = Number(next());
+    else if (a === "--flash-in") opts.flashIn = next();
+    else if (a === "--flash-out") opts.flashOut = next();
+    else if (a === "--flash-bytes") opts.flashBytes = Number(next());
     else if (a === "--baud") opts.baud = Number(next());
     else if (a === "--usb-log") opts.usbLog = next();
     else if (a === "--exit-on") opts.exitOn = next();
@@ -33,7 +44,12 @@ function parseArgs(argv) {
     else if (a === "--repl") opts.repl = next();
     else throw new Error("unknown argument " + a);
   }
-  if (!opts.firmware || !opts.bootrom) throw new Error("--firmware and --bootrom are required");
+  if (!opts.bootrom) throw new Error("--bootrom is required");
+  if (!opts.firmware && !opts.flashIn) throw new Error("--firmware or --flash-in is required");
+  const fb = opts.flashBytes;
+  if (!(fb >= 65536 && fb <= 16 << 20 && (fb & (fb - 1)) === 0)) {
+    throw new Error("--flash-bytes must be a power of two from 65536 to 16777216");
+  }
   return opts;
 }
 
@@ -55,7 +71,6 @@ const toStderr = (c, m) => debug && process.stderr.write("[" + c + "] " + m + "\
 rp2040.logger = { debug: () => {}, info: () => {}, warn: toStderr, error: toStderr };
 const rom = fs.readFileSync(opts.bootrom);
 rp2040.loadBootrom(new Uint32Array(rom.buffer, rom.byteOffset, rom.length >> 2));
-const firmware = fs.readFileSync(opts.firmware);
 // The ring oscillator is unimplemented in rp2040js (reads 0), so MicroPython's os.urandom,
 // which shifts in ROSC RANDOMBIT, returns b"****" forever: every nonce the same, and the
 // bridge takes every message after the first for a duplicate. A real ROSC is noise.
@@ -77,14 +92,31 @@ Object.defineProperty(adcValues, 4, {
   set() {},
 });
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
-rp2040.flash.set(firmware, 0);
-if (opts.fs) {
-  const img = fs.readFileSync(opts.fs);
-  if (opts.fsOffset < firmware.length || opts.fsOffset + img.length > rp2040.flash.length) {
-    process.stderr.write("pico.mjs: the filesystem image overlaps the firmware or flash end\n");
+function placeImage(path, offset, what, after) {
+  let img;
+  try {
+    img = fs.readFileSync(path);
+  } catch (e) {
+    process.stderr.write("pico.mjs: " + what + ": " + e.message + "\n");
     process.exit(2);
   }
-  rp2040.flash.set(img, opts.fsOffset);
+  if (offset < after || offset + img.length > opts.flashBytes) {
+    process.stderr.write("pico.mjs: " + what + " overlaps the firmware or the flash's end (" +
+      opts.flashBytes + " bytes)\n");
+    process.exit(2);
+  }
+  rp2040.flash.set(img, offset);
+  return img.length;
+}
+if (opts.flashIn) placeImage(opts.flashIn, 0, "the --flash-in image", 0);
+const firmwareEnd = opts.firmware ? placeImage(opts.firmware, 0, "the firmware", 0) : 0;
+if (opts.fs) placeImage(opts.fs, opts.fsOffset, "the filesystem image", firmwareEnd);
+let flashChip;
+try {
+  flashChip = installFlashChip(rp2040, { flashBytes: opts.flashBytes, outPath: opts.flashOut });
+} catch (e) {
+  process.stderr.write("pico.mjs: " + e.message + "\n");
+  process.exit(2);
 }
 rp2040.core.PC = 0x10000000;
 
@@ -266,6 +298,12 @@ function finish(code) {
   finished = true;
   flushTx();
   if (usbFd !== 2) fs.closeSync(usbFd);
+  flashChip.close();
+  if (debug) {
+    process.stderr.write("[debug] flash: " + flashChip.erases + " sectors erased, " +
+      flashChip.programs + " pages programmed, " + flashChip.bytesWritten +
+      " bytes written through; emulated " + (clock.nanos / 1e6).toFixed(0) + " ms\n");
+  }
   process.exit(code);
 }
 
