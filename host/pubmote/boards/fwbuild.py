@@ -350,10 +350,12 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent.parent))
         _run(["make", "-j", jobs, "-C", str(tree / "mpy-cross")], log, progress,
              "building mpy-cross", env=env)
-        # the build folder depends on the tree and the manifest: cmake keeps the manifest
-        # and paths it was configured with, so another tree, or a build with apps (another
-        # manifest), gets another folder
-        obj = CACHE / ("obj-%s-%s%s" % (board, hashlib.sha256(str(tree).encode()).hexdigest()[:8],
+        # the build folder depends on the tree, the manifest and the python3 cmake finds:
+        # cmake keeps the paths it was configured with, so another tree, a build with apps
+        # (another manifest) or another python3 on PATH (a venv since removed) gets another
+        # folder
+        configured = "%s|%s" % (tree, shutil.which("python3") or "")
+        obj = CACHE / ("obj-%s-%s%s" % (board, hashlib.sha256(configured.encode()).hexdigest()[:8],
                                         "-apps" if apps else ""))
         manifest = stage_sources(CACHE / "sources", apps)
         cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % manifest
