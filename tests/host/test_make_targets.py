@@ -434,10 +434,16 @@ def test_deploy_to_a_simulated_board(tmp_path: Path,
     started.append(simdev)
     wait_for(lambda: (board / "repl").exists(), 60, "the simulated board's REPL")
     port = "PORT=%s" % (board / "repl")
-    succeeded(make("deploy", "BOARD=unix", port, "NAME=board1", timeout_s=240),
+    # by default the board gets a key, kept in the user's config folder (0600)
+    home = tmp_path / "config"
+    succeeded(make("deploy", "BOARD=unix", port, "NAME=board1", timeout_s=240,
+                   env=make_env(XDG_CONFIG_HOME=str(home))),
               "verified", "deployed board1")
     config = json.loads((board / "flash" / "pubmote_config.json").read_text())
-    assert config["name"] == "board1" and config["link"] == "pty" and "key" not in config
+    assert config["name"] == "board1" and config["link"] == "pty"
+    default_keys = home / "pubmote" / "board-keys.json"
+    assert config["key"] == json.loads(default_keys.read_text())["boards"]["board1"], config
+    assert default_keys.stat().st_mode & 0o077 == 0
     keys = tmp_path / "keys.json"
     succeeded(make("deploy", "BOARD=unix", port, "NAME=board1", "KEY_FILE=%s" % keys,
                    timeout_s=240), "deployed board1")
