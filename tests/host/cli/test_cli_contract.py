@@ -234,6 +234,7 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("bridge",), "--sim-app"): "module",
     (("bridge",), "--sim-app-dir"): "folder_in",
     (("bridge",), "--sim-app-config"): "json_object",
+    (("bridge",), "--sim-keys"): "flag",
     (("bridge",), "--serial"): "serial",
     (("bridge",), "--udp"): "hostport",
     (("bridge",), "--tcp"): "hostport",
