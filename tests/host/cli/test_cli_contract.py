@@ -272,6 +272,7 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("sim",), "--app"): "module",
     (("sim",), "--app-dir"): "folder_in",
     (("sim",), "--app-config"): "json_object",
+    (("sim",), "--keys"): "flag",
     (("firmware", "build"), "--board"): "choice",
     (("firmware", "build"), "--micropython"): "mp_tree",
     (("firmware", "build"), "--out"): "folder_out",
