@@ -239,7 +239,7 @@ def main() -> int:
     rows.append(("pubmote, board with a key, over TCP loopback",
                  bench_pubmote(args.seconds, NOTIFY_WINDOW, keyed=True, tcp=True), ref))
     paced = int(0.8 * base)
-    rows.append(("pubmote defaults, paced at 80%% of umqtt's median (%d/s)" % paced,
+    rows.append(("pubmote, keyless board, paced at 80%% of umqtt's median (%d/s)" % paced,
                  bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced}), ref))
     print("One board's acked publishes (MicroPython unix port, same run, %g s per row; "
           "each round's pubmote rows against that round's umqtt, the rest against umqtt's "
