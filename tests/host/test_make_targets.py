@@ -461,7 +461,10 @@ def test_deploy_to_a_simulated_board(tmp_path: Path,
     started.append(bridge)
     wait_for(lambda: "board board1 registered" in log_path.read_text(), 60,
              "the deployed board to register")
-    assert "rejected" not in log_path.read_text()
+    # the board's signed traffic is taken; only what it wrote into its line before any
+    # bridge read it (notifies ahead of its registration) may be refused, as unregistered
+    refused = [x for x in log_path.read_text().splitlines() if "rejected" in x]
+    assert all("where no board registered" in x for x in refused), refused
 
 
 UF2_MAGIC = b"UF2\n\x57\x51\x5d\x9e"
