@@ -165,6 +165,7 @@ endif
 ##         make flash BOARD=pico   (make firmware's UF2 to the BOOTSEL drive: found under
 ##           /media, or PUBMOTE_UF2_DRIVE; BOARD=rp2040 FIRMWARE=x.uf2 for another UF2)
 ##         make deploy BOARD=esp32 PORT=/dev/ttyUSB0 NAME=greenhouse1 [LINK=stdio] [KEY_FILE=keys.json]
+##           (the board gets a key; default KEY_FILE: ~/.config/pubmote/board-keys.json, none: no key)
 ##         make hil [PORT=/dev/ttyUSB0 BOARD=esp32]   (no PORT: the simulated board and the
 ##           emulated Pico) [HIL_ARGS="-k simulated"]   (more pytest arguments: -k selects)
 BOARD ?= unix

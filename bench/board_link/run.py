@@ -41,6 +41,7 @@ UMQTT_IN_TARBALL = ("micropython-1.27.0-rp2/micropython/lib/micropython-lib/micr
                     "umqtt.simple/umqtt/simple.py")
 PEERS = ROOT / "build" / "peers" / "umqtt"
 DEFAULT_WINDOW = 32  # a board's messages in flight by default (firmware batch_link.py)
+NOTIFY_WINDOW = 4  # with NDN notifies (at most max_soft, 8): 4 did best of 1, 4, 8
 RESULT = re.compile(r"^RESULT (\S+) acked=(\d+) failed=(\d+) seconds=([\d.]+) "
                     r"p50_ms=([-\d.]+) p99_ms=([-\d.]+)", re.M)
 
@@ -89,16 +90,19 @@ def bench_mqtt(seconds: float) -> dict[str, Any]:
 
 def bench_pubmote(seconds: float, lanes: int, *, app: str = "pubmote_pub",
                   wrap: list[str] | None = None, log_out: list[str] | None = None,
-                  app_extra: dict[str, Any] | None = None, tcp: bool = False) -> dict[str, Any]:
+                  app_extra: dict[str, Any] | None = None, tcp: bool = False,
+                  keyed: bool = False) -> dict[str, Any]:
     """One pubmote row; wrap prefixes the bridge's command (a profiler), log_out gets the
     board's log. tcp: the board dials the bridge's --tcp face over loopback (a WiFi
-    board's link, and umqtt's medium) instead of its serial face through a pty cable."""
+    board's link, and umqtt's medium) instead of its serial face through a pty cable.
+    keyed: the board has a key (the bridge's default for simulated boards: every message
+    HMAC-signed, no link batches); else keyless, admitted with --allow-anonymous-boards."""
     url = "tcp://127.0.0.1:%d" % free_port()
     exe = str(Path(sys.executable).parent / "pubmote")
-    link: list[str] = []
+    link: list[str] = [] if keyed else ["--no-sim-keys", "--allow-anonymous-boards"]
     if tcp:
         port = free_port()
-        link = ["--tcp", "127.0.0.1:%d" % port]
+        link += ["--tcp", "127.0.0.1:%d" % port]
         app_extra = {**(app_extra or {}), "link": "tcp", "host": "127.0.0.1", "port": port}
     with tempfile.TemporaryDirectory(prefix="pubmote-link-") as tmp:
         sub = pynng.Sub0(recv_buffer_size=8192, recv_timeout=200)
@@ -184,8 +188,8 @@ def main() -> int:
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     mqtt_label = "micropython-lib umqtt.simple, QoS 1 -> mosquitto (TCP loopback)"
-    pty_label = "pubmote defaults (link batches, %d in flight)" % DEFAULT_WINDOW
-    tcp_label = "pubmote defaults over TCP loopback (umqtt's medium)"
+    pty_label = "pubmote, keyless board (link batches, %d in flight)" % DEFAULT_WINDOW
+    tcp_label = "pubmote, keyless board over TCP loopback (umqtt's medium)"
     rounds: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
     for _ in range(args.rounds):
         rounds.append((bench_mqtt(args.seconds), bench_pubmote(args.seconds, DEFAULT_WINDOW),
@@ -203,8 +207,14 @@ def main() -> int:
     rows.append(("pubmote NDN notify, 4 in flight",
                  bench_pubmote(args.seconds, 4, app_extra=notify), ref))
     rows.append(("pubmote link batches, 1 in flight", bench_pubmote(args.seconds, 1), ref))
+    # a keyed board publishes by NDN notify (HMAC-signed, no link batches): at most
+    # max_soft (8) messages in flight, beyond which publish() fails at once
+    rows.append(("pubmote, board with a key (signed notifies, %d in flight)" % NOTIFY_WINDOW,
+                 bench_pubmote(args.seconds, NOTIFY_WINDOW, keyed=True), ref))
+    rows.append(("pubmote, board with a key, over TCP loopback",
+                 bench_pubmote(args.seconds, NOTIFY_WINDOW, keyed=True, tcp=True), ref))
     paced = int(0.8 * base)
-    rows.append(("pubmote defaults, paced at 80%% of umqtt's median (%d/s)" % paced,
+    rows.append(("pubmote, keyless board, paced at 80%% of umqtt's median (%d/s)" % paced,
                  bench_pubmote(args.seconds, DEFAULT_WINDOW, app_extra={"rate": paced}), ref))
     print("One board's acked publishes (MicroPython unix port, same run, %g s per row; "
           "each round's pubmote rows against that round's umqtt, the rest against umqtt's "

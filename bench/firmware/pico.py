@@ -138,7 +138,8 @@ def main() -> int:
         board = Board(Path(tmp), extra)
         bridge = subprocess.Popen(
             [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
-             board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub],
+             board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub,
+             "--allow-anonymous-boards"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sub = pynng.Sub0(recv_timeout=200, recv_buffer_size=4096)
         sub.subscribe(b"/pubmote/bench/%s/" % NAME.encode())

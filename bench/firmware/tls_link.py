@@ -62,7 +62,8 @@ async def main() -> int:
         preload = shim(tmp)
         conf = load_config(None, {"tcp": ["127.0.0.1:0"], "tcp_tls_cert": str(cert),
                                   "tcp_tls_key": str(key),
-                                  "board_links_require_encryption": False})
+                                  "board_links_require_encryption": False,
+                                  "allow_anonymous_boards": True})  # keyless boards
         async with Bridge(conf) as bridge:
             srv = bridge.tcp[0].server
             assert isinstance(srv, asyncio.AbstractServer)

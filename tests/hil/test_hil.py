@@ -47,9 +47,13 @@ class Target:
     pico: EmulatedPico | None = None
 
     def start_bridge(self) -> None:
+        # a deployed board has its key (deploy's --key-file); the emulated Pico, booted
+        # from its own flash image, none
+        keys = self.tmp / "keys.json"
+        auth = ["--keys", str(keys)] if keys.exists() else ["--allow-anonymous-boards"]
         self.bridge = subprocess.Popen(
             [PUBMOTE, "bridge", "--no-view", "--serial", self.link_port, "--sp-pub",
-             self.sp_pub, "--sp-sub", self.sp_sub],
+             self.sp_pub, "--sp-sub", self.sp_sub, *auth],
             stdout=subprocess.DEVNULL, stderr=open(self.tmp / "bridge.log", "ab"))
 
     def stop_bridge(self, sig: int = signal.SIGINT) -> None:
@@ -126,7 +130,8 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 def _deploy(t: Target) -> str:
     p = subprocess.run([PUBMOTE, "deploy", "--board", t.board, "--port", t.port, "--name", NAME,
-                        "--set", "period_ms=%d" % PERIOD_MS], capture_output=True, text=True,
+                        "--set", "period_ms=%d" % PERIOD_MS, "--key-file",
+                        str(t.tmp / "keys.json")], capture_output=True, text=True,
                        timeout=180)
     assert p.returncode == 0, p.stdout + p.stderr
     return p.stdout

@@ -82,10 +82,14 @@ def nanocat() -> str:
 async def bridge_with_boards(tmp: Path, n: int, *, app: str = "demo", period_ms: int = 1000,
                              extra: dict[str, Any] | None = None,
                              **cfg: Any) -> AsyncIterator[Bridge]:
-    """A bridge with n simulated boards, SP endpoints on free ports (cfg["pub"/"sub"])."""
+    """A bridge with n simulated boards, SP endpoints on free ports (cfg["pub"/"sub"]).
+    The boards have no key and publish anywhere (sim_keys false, anonymous boards allowed
+    unless a keys file is given), what most tests of other things want; sim_keys=True
+    makes the keyed, confined boards of `pubmote bridge --sim-boards`."""
     conf = load_config(None, {"sim_boards": n, "sim_dir": str(tmp), "sim_period_ms": period_ms,
                               "timeout_ms": 1000, "sim_app": app, "sim_app_dir": str(APPS),
-                              "sim_app_config": extra or {}, **cfg})
+                              "sim_app_config": extra or {}, "sim_keys": False,
+                              "allow_anonymous_boards": "keys" not in cfg, **cfg})
     bridge = Bridge(conf, fleet=SimFleet.from_config(conf) if n else None)
     async with bridge:
         yield bridge

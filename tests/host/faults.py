@@ -233,10 +233,10 @@ async def bridge_killed_and_restarted(tmp: Path, *, after: int = 20,
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
     sim = await asyncio.create_subprocess_exec(
         exe, "sim", "--boards", "1", "--dir", str(tmp), "--app", "probe_app",
-        "--app-dir", str(APPS), "--app-config", '{"seq_period_ms": 50}',
+        "--app-dir", str(APPS), "--app-config", '{"seq_period_ms": 50}', "--no-keys",
         stdout=asyncio.subprocess.PIPE)
     bridge_args = [exe, "bridge", "--no-view", "--serial", str(tmp / "sim1.tty"),
-                   "--sp-pub", sp_pub, "--sp-sub", sp_sub]
+                   "--sp-pub", sp_pub, "--sp-sub", sp_sub, "--allow-anonymous-boards"]
 
     async def start_bridge() -> asyncio.subprocess.Process:
         return await asyncio.create_subprocess_exec(*bridge_args,

@@ -26,7 +26,8 @@ def test_spark_counts_equal_what_the_sp_subscriber_saw(spark: Any, tmp_path: Pat
         url = "tcp://127.0.0.1:%d" % free_port()
         fleet = SimFleet(2, tmp_path / "sim", period_ms=100)
         cfg = load_config(None, {"sp_pub": [url], "journal": str(jdir),
-                                 "journal_max_age_s": 0.5, "timeout_ms": 1000})
+                                 "journal_max_age_s": 0.5, "timeout_ms": 1000,
+                                 "allow_anonymous_boards": True})  # keyless boards
         col = Collector(url, b"/pubmote/")
         fleet.start()
         try:

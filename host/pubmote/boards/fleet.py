@@ -13,6 +13,7 @@ from typing import Any
 
 from pubmote.boards.sim import SimBoard, micropython_exe
 from pubmote.core.addresses import parse_hostport
+from pubmote.core.auth import key_for_board
 from pubmote.core.tlscert import board_settings
 
 SIM_KINDS = ("unix", "pico")
@@ -40,7 +41,10 @@ def network_link(cfg: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 class SimFleet:
     """`n` simulated boards named sim1..simN in workdir (created if missing). kind "unix":
     the MicroPython unix port (fast, many boards); "pico": emulated Picos running the real
-    rp2 firmware (emu.PicoBoard), on the same kind of pty cable."""
+    rp2 firmware (emu.PicoBoard), on the same kind of pty cable. keyed: each board has a
+    key of its own, as `pubmote deploy` gives a real one, kept in workdir/keys.json (0600:
+    the same board keeps its key across runs in one --sim-dir); `keys` is the table the
+    bridge takes into its policy."""
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> SimFleet:
@@ -55,11 +59,13 @@ class SimFleet:
         fleet = cls(int(cfg["sim_boards"]), Path(workdir), kind=cfg["sim_kind"],
                     period_ms=int(cfg["sim_period_ms"]), app=cfg["sim_app"],
                     app_dir=Path(app_dir) if app_dir else None,
-                    extra=network_link(cfg, dict(cfg["sim_app_config"])))
+                    extra=network_link(cfg, dict(cfg["sim_app_config"])),
+                    keyed=bool(cfg.get("sim_keys", True)))
         fleet._tmp = tmp
         return fleet
 
-    def __init__(self, n: int, workdir: Path, kind: str = "unix", **board_kw: object) -> None:
+    def __init__(self, n: int, workdir: Path, kind: str = "unix", *, keyed: bool = False,
+                 **board_kw: object) -> None:
         if n < 1 or n > 64:
             raise ValueError("--sim-boards takes 1..64 boards")
         if kind not in SIM_KINDS:
@@ -70,13 +76,19 @@ class SimFleet:
         self.kept_logs: list[str] = []  # of boards that crashed, after stop()
         self._reported: set[str] = set()  # boards whose crash was logged
         self.boards: list[SimBoard] = []
+        self.keys: dict[str, bytes] = {}
         for i in range(n):
+            name = "sim%d" % (i + 1)
             if kind == "pico":
                 from pubmote.boards.emu import PicoBoard
 
-                self.boards.append(PicoBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
+                board: SimBoard = PicoBoard(name, workdir, **board_kw)  # type: ignore[arg-type]
             else:
-                self.boards.append(SimBoard("sim%d" % (i + 1), workdir, **board_kw))  # type: ignore[arg-type]
+                board = SimBoard(name, workdir, **board_kw)  # type: ignore[arg-type]
+            if keyed:
+                self.keys[name] = key_for_board(workdir / "keys.json", name)
+                board.config["key"] = self.keys[name].hex()
+            self.boards.append(board)
 
     def start(self) -> None:
         # fail early, with the hint, before any pty is made
@@ -89,6 +101,10 @@ class SimFleet:
             micropython_exe()
         for b in self.boards:
             b.start()
+
+    def board_keys(self) -> dict[str, bytes]:
+        """Board name -> key of the keyed boards, for the bridge's policy."""
+        return dict(self.keys)
 
     def serial_ports(self) -> list[str]:
         """The ports of the boards on a cable (pty: the unix port; uart: an emulated Pico),

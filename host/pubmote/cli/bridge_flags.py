@@ -38,6 +38,10 @@ def add_flags(b: argparse.ArgumentParser) -> None:
     b.add_argument("--sim-app-dir", metavar="DIR", help="directory added to the boards' path")
     b.add_argument("--sim-app-config", metavar="JSON",
                    help="extra keys for every simulated board's config, as a JSON object")
+    b.add_argument("--sim-keys", action=argparse.BooleanOptionalAction, default=None,
+                   help="give each simulated board a key of its own, kept 0600 in the sim "
+                        "directory and handed to the bridge (default); --no-sim-keys: "
+                        "boards without a key (then --allow-anonymous-boards too)")
     b.add_argument("--serial", action="append", default=[], metavar="PORT[:BAUD]",
                    help="a board on a serial port (repeatable; default baud 115200); "
                         "the port is reopened when it disappears and comes back")
@@ -78,14 +82,16 @@ def add_flags(b: argparse.ArgumentParser) -> None:
                    help="record every packet (time, face, direction) as JSON lines in FILE; "
                         "read it with `pubmote dissect --trace FILE`")
     b.add_argument("--keys", metavar="FILE",
-                   help="board keys (JSON, written by `pubmote deploy --key-file`): a board "
-                        "with a key must sign its registration")
+                   help="board keys (JSON, written by `pubmote deploy`, by default into "
+                        "~/.config/pubmote/board-keys.json): a board with a key must sign "
+                        "its registration, and publishes only on topics with its name as a "
+                        "component plus the prefixes the file's \"grants\" give it")
     b.add_argument("--allow-anonymous-boards", action=argparse.BooleanOptionalAction,
                    default=None,
-                   help="let boards without a key in --keys register by name (default: "
-                        "only when no --keys is given; with --keys a name without a key is "
-                        "refused; either way a registered name is bound to its connection "
-                        "while the board is up, and a board publishes only as itself)")
+                   help="let boards without a key register by name (default: refused, "
+                        "counted as anonymous; the bridge says at start which mode it is in; "
+                        "either way a registered name is bound to its connection while the "
+                        "board is up, and a board publishes only as itself)")
     b.add_argument("--require-signed", action="append", default=[], metavar="PREFIX",
                    help="topics under PREFIX accept only HmacWithSha256-signed, fresh, "
                         "never-replayed notifies and Data from boards with a key (repeatable)")

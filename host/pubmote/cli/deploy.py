@@ -35,10 +35,13 @@ def register(sub: Any) -> None:
                     type=arg(kinds.board_setting),
                     help="extra config entries (JSON values), e.g. --set period_ms=200")
     dp.add_argument("--no-reset", action="store_true", help="do not reset after deploying")
-    dp.add_argument("--key-file", metavar="FILE", type=arg(file_kinds.board_keys),
-                    help="give the board a key from FILE (made there if the board has none; "
-                         "mode 0600): it then signs with HmacWithSha256; the bridge takes "
-                         "the same file with --keys")
+    dp.add_argument("--key-file", metavar="FILE", type=arg(file_kinds.board_keys_or_none),
+                    help="the gateway's board keys file: the board gets its key from FILE "
+                         "(a new 32-byte one if it has none, written to FILE, mode 0600, "
+                         "only once the deploy succeeds) and signs with HmacWithSha256; "
+                         "the bridge takes the same file with --keys. Default: "
+                         "~/.config/pubmote/board-keys.json ($XDG_CONFIG_HOME); none: no "
+                         "key (a bridge then needs --allow-anonymous-boards)")
     dp.add_argument("--gateway-cert", metavar="FILE", type=arg(file_kinds.cert_or_none),
                     help="the bridge's TLS certificate (`pubmote tls init`; the bridge's "
                          "--tcp-tls-cert): a tcp board then talks TLS and trusts only this "
@@ -55,14 +58,19 @@ def _deploy(args: argparse.Namespace) -> int:
 
     settings: dict[str, Any] = dict(args.set)  # (key, value) pairs the schema accepted
     key = None
-    if args.key_file:
+    key_file = args.key_file
+    if key_file is None:
+        from pubmote.core.auth import default_keys_file
+
+        key_file = str(default_keys_file())
+    if key_file.lower() != "none":
         from pubmote.core.auth import board_key
 
         try:
-            key = board_key(args.key_file, args.name)
+            key = board_key(key_file, args.name)
         except (OSError, ValueError) as e:
             print("pubmote deploy: --key-file %s: %s" % (
-                args.key_file, e.strerror if isinstance(e, OSError) and e.strerror else e),
+                key_file, e.strerror if isinstance(e, OSError) and e.strerror else e),
                 file=sys.stderr)
             return 2
         settings["key"] = key.hex()
@@ -76,7 +84,8 @@ def _deploy(args: argparse.Namespace) -> int:
             # only now: a deploy that failed leaves the gateway's keys file as it was
             from pubmote.core.auth import save_board_key
 
-            save_board_key(args.key_file, args.name, key)
+            save_board_key(key_file, args.name, key)
+            print("key: board %s's key is in %s (the bridge's --keys)" % (args.name, key_file))
     except ValueError as e:  # the command was wrong: board, link, config
         print("pubmote deploy: %s" % e, file=sys.stderr)
         return 2

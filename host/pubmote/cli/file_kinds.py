@@ -188,5 +188,12 @@ def board_keys(value: Any) -> str:
     return _key_file(value, _board_keys, must_exist=False)
 
 
+def board_keys_or_none(value: Any) -> str:
+    """A boards' keys file, or none (deploy: the board gets no key)."""
+    if isinstance(value, str) and value.lower() == "none":
+        return value
+    return board_keys(value)
+
+
 def board_keys_in(value: Any) -> str:
     return _key_file(value, _board_keys, must_exist=True)

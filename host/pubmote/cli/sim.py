@@ -35,6 +35,11 @@ def register(sub: Any) -> None:
                    help="directory added to the boards' path")
     s.add_argument("--app-config", default="{}", metavar="JSON", type=arg(kinds.board_config),
                    help="extra keys for every board's config, as a JSON object")
+    s.add_argument("--keys", action=argparse.BooleanOptionalAction, default=True,
+                   help="give each board a key of its own, kept mode 0600 in DIR/keys.json: "
+                        "start the bridge with --keys DIR/keys.json (default); --no-keys: "
+                        "boards without a key (the bridge then needs "
+                        "--allow-anonymous-boards)")
     s.set_defaults(run=_run)
 
 
@@ -44,7 +49,9 @@ async def _sim(args: argparse.Namespace) -> None:
     fleet = SimFleet(args.boards, Path(args.dir), kind=args.kind, period_ms=args.period_ms,
                      app=args.app,
                      app_dir=Path(args.app_dir) if args.app_dir else None,
-                     extra=args.app_config)
+                     extra=args.app_config, keyed=args.keys)
+    if args.keys:
+        print("keys %s" % (Path(args.dir) / "keys.json"), flush=True)
     fleet.start()
     try:
         for b in fleet.boards:

@@ -1,12 +1,15 @@
 """Board authentication: boards sign their notify Interests (HmacWithSha256, with
 SignatureNonce and SignatureTime) and their message Data with a key given at deploy; in
 realms that require it (topic prefixes), the bridge accepts only those, from known boards,
-fresh and never replayed. Keys live in a 0600 JSON file and are never logged."""
+fresh and never replayed. A keyed board publishes only within its grant: topics with a
+component equal to its name, plus the prefixes the keys file grants it. Keys live in a 0600
+JSON file ({"boards": {NAME: HEX}, "grants": {NAME: [PREFIX, ...]}}) and are never logged."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import time
 from collections import OrderedDict
@@ -23,7 +26,7 @@ log = logging.getLogger("pubmote.auth")
 NODE_PREFIX = ndn_name.from_uri("/pubmote/node")
 REASONS = ("unsigned", "unknown_board", "bad_signature", "replayed", "stale",
            "bad_data_signature", "register_rejected", "anonymous", "takeover", "spoofed",
-           "unsigned_ingress", "unregistered")
+           "unsigned_ingress", "unregistered", "not_granted")
 # not attacks: counted, logged at INFO (a board that published before it registered again)
 ROUTINE = frozenset({"unregistered"})
 
@@ -37,16 +40,34 @@ class KeysFileError(ValueError):
         self.why = why
 
 
-def _keys_doc(path: str | Path) -> dict[str, str]:
-    """The boards table of a keys file ({"boards": {"name": "hex"}}), checked: private
-    (files/private.py), JSON, each key 16 to 64 bytes of hex."""
+def default_keys_file() -> Path:
+    """$XDG_CONFIG_HOME/pubmote/board-keys.json (~/.config/pubmote/board-keys.json): where
+    `pubmote deploy` keeps the keys it makes when not given --key-file."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "pubmote" / "board-keys.json"
+
+
+def _read_doc(path: str | Path) -> dict[str, object]:
     raw = read_private(path)
     try:
         doc = json.loads(raw.decode())
     except (UnicodeDecodeError, ValueError):
         raise KeysFileError(path, "not JSON (as `pubmote deploy --key-file` writes)") \
             from None
-    boards = doc.get("boards", {}) if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        raise KeysFileError(path, 'expected {"boards": {"NAME": "HEX KEY"}}, as `pubmote '
+                                  'deploy --key-file` writes')
+    return doc
+
+
+def _keys_doc(path: str | Path) -> dict[str, str]:
+    """The boards table of a keys file ({"boards": {"name": "hex"}}), checked: private
+    (files/private.py), JSON, each key 16 to 64 bytes of hex."""
+    return _check_boards(path, _read_doc(path))
+
+
+def _check_boards(path: str | Path, doc: dict[str, object]) -> dict[str, str]:
+    boards = doc.get("boards", {})
     if not isinstance(boards, dict):
         raise KeysFileError(path, 'expected {"boards": {"NAME": "HEX KEY"}}, as `pubmote '
                                   'deploy --key-file` writes')
@@ -62,6 +83,41 @@ def _keys_doc(path: str | Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in boards.items()}
 
 
+def _check_grants(path: str | Path, doc: dict[str, object],
+                  boards: dict[str, str]) -> dict[str, list[bytes]]:
+    """The "grants" table ({"NAME": ["/prefix", ...]}): each board one with a key in the
+    file, each prefix an NDN name URI (the topics under it, the prefix itself included)."""
+    grants = doc.get("grants", {})
+    if not isinstance(grants, dict):
+        raise KeysFileError(path, 'grants: expected {"NAME": ["/topic/prefix", ...]}')
+    out: dict[str, list[bytes]] = {}
+    for name, prefixes in grants.items():
+        if name not in boards:
+            raise KeysFileError(path, "grants: board %s has no key in \"boards\" (a grant "
+                                      "goes with a key)" % name)
+        if not isinstance(prefixes, list):
+            raise KeysFileError(path, 'grants: board %s: expected a list of topic prefixes '
+                                      '("/site/alerts", ...)' % name)
+        out[name] = []
+        for p in prefixes:
+            try:
+                if not isinstance(p, str) or not p.startswith("/"):
+                    raise ValueError(p)
+                out[name].append(ndn_name.from_uri(p))
+            except ValueError:
+                raise KeysFileError(path, "grants: board %s: %r is not a topic prefix (a "
+                                          "name starting with /, e.g. \"/site/alerts\")"
+                                    % (name, p)) from None
+    return out
+
+
+def load_grants(path: str | Path) -> dict[str, list[bytes]]:
+    """Board name -> the topic prefixes (NDN names) the keys file grants it beyond its own
+    topics; ValueError (naming the file) for a malformed table."""
+    doc = _read_doc(path)
+    return _check_grants(path, doc, _check_boards(path, doc))
+
+
 def load_keys(path: str | Path) -> dict[str, bytes]:
     """Board name -> key, from a keys file ({"boards": {"name": "hex"}}).
 
@@ -70,7 +126,10 @@ def load_keys(path: str | Path) -> dict[str, bytes]:
             message names the file.
         OSError: missing or unreadable.
     """
-    return {k: bytes.fromhex(v) for k, v in _keys_doc(path).items()}
+    doc = _read_doc(path)
+    boards = _check_boards(path, doc)
+    _check_grants(path, doc, boards)  # a bad grant stops the start, not the first publish
+    return {k: bytes.fromhex(v) for k, v in boards.items()}
 
 
 def board_key(path: str | Path, board: str) -> bytes:
@@ -84,13 +143,16 @@ def board_key(path: str | Path, board: str) -> bytes:
 
 
 def save_board_key(path: str | Path, board: str, key: bytes) -> None:
-    """Put the board's key into the keys file (made mode 0600 when missing), in one step."""
-    doc = _keys_doc(path) if Path(path).exists() else {}
-    if doc.get(board) == key.hex():
+    """Put the board's key into the keys file (made mode 0600 when missing; its folder
+    too), in one step; the file's other tables (grants) are kept."""
+    doc = _read_doc(path) if Path(path).exists() else {}
+    boards = _check_boards(path, doc)
+    if boards.get(board) == key.hex():
         return
-    doc[board] = key.hex()
-    write_private(path, (json.dumps({"boards": doc}, indent=1, sort_keys=True)
-                         + "\n").encode())
+    boards[board] = key.hex()
+    doc["boards"] = boards
+    Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_private(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
 
 
 def key_for_board(path: str | Path, board: str) -> bytes:
@@ -116,8 +178,11 @@ class BoardAuth:
 
     def __init__(self, keys: dict[str, bytes], signed_prefixes: list[bytes], *,
                  window_ms: int = 60_000, nonces_per_board: int = 1024,
-                 allow_anonymous: bool = True) -> None:
+                 allow_anonymous: bool = True,
+                 grants: dict[str, list[bytes]] | None = None) -> None:
         self.keys = keys
+        # topic prefixes a keyed board may publish under beyond its own topics
+        self.grants = grants or {}
         # boards without a key in `keys` may register (by name only) when True; refused
         # when False (the bridge's --allow-anonymous-boards)
         self.allow_anonymous = allow_anonymous
@@ -131,6 +196,18 @@ class BoardAuth:
 
     def requires(self, topic: bytes) -> bool:
         return any(ndn_name.is_prefix(p, topic) for p in self.signed_prefixes)
+
+    def granted(self, board: str, topic: bytes) -> bool:
+        """Whether a keyed board may publish on topic (an NDN name): one of its components
+        is the board's name (/pubmote/demo/sim1/temperature for sim1), or the keys file
+        grants it a prefix of topic. Boards without a key (allowed anonymous) are not
+        confined: there is no key to grant anything to."""
+        if board not in self.keys:
+            return True
+        own = ndn_name.generic(board.encode())
+        if any(bytes(c) == own for c in ndn_name.components(topic)):
+            return True
+        return any(ndn_name.is_prefix(p, topic) for p in self.grants.get(board, ()))
 
     def reject(self, reason: str, board: str | None, what: str) -> str:
         """Count and log (not flood) a refusal; returns the reason."""

@@ -176,7 +176,8 @@ class Hub(NotifyIntake, Delivery):
         """Who may publish what (with a policy: the bridge always has one): a board only
         as itself, from the face it registered on; nobody as a board but that board (an
         NDN app under /pubmote/node/ neither); into a topic that requires signing, only a
-        board with its key's signature. True when refused (counted by the policy)."""
+        board with its key's signature; a keyed board only within its grant
+        (BoardAuth.granted). True when refused (counted by the policy)."""
         auth = self.auth
         if auth is None:
             return False
@@ -206,6 +207,10 @@ class Hub(NotifyIntake, Delivery):
         if b.prefix != publisher:
             auth.reject("spoofed", board_of(publisher), "notify on %s, where board %s "
                         "registered another prefix" % (face.label, b.name))
+            return True
+        if not auth.granted(b.name, topic):
+            auth.reject("not_granted", b.name, "notify on %s outside its grant" %
+                        ndn_name.to_uri(topic))
             return True
         if auth.requires(topic):
             return auth.interest_refusal(board_of(publisher), ni, pkt) is not None

@@ -119,8 +119,11 @@ class NotifyIntake(HubBase):
 
     def _batch_refused(self, board: str, topic: memoryview) -> bool:
         # a board without a key publishes no batch record to a topic that needs signing
-        # (its NDN notify would fail the same check)
+        # (its NDN notify would fail the same check); a keyed one none outside its grant
         assert self.auth is not None
+        if not self.auth.granted(board, bytes(topic)):
+            self.auth.reject("not_granted", board, "batch record outside its grant")
+            return True
         if self.auth.requires(bytes(topic)):
             self.auth.reject("unsigned", board, "batch record")
             return True

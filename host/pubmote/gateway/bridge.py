@@ -10,7 +10,7 @@ import logging
 from typing import Any, Protocol
 
 from pubmote.core.addresses import DEFAULT_BAUD, log_exposure, parse_hostport, parse_serial
-from pubmote.core.auth import BoardAuth, load_keys
+from pubmote.core.auth import BoardAuth, load_grants, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
 from pubmote.core.limits import LimitHits, Limits
@@ -56,13 +56,16 @@ def board_links_encrypted(cfg: dict[str, Any]) -> bool:
 
 class BoardSource(Protocol):
     """Boards that start and stop with the bridge (`pubmote bridge --sim-boards`: the
-    simulated fleet). The bridge opens their serial ports; the others dial its faces."""
+    simulated fleet). The bridge opens their serial ports; the others dial its faces. Their
+    keys join the bridge's policy, so simulated boards run authenticated."""
 
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
 
     def serial_ports(self) -> list[str]: ...
+
+    def board_keys(self) -> dict[str, bytes]: ...
 
 
 class Bridge:
@@ -123,18 +126,27 @@ class Bridge:
             log.info("TCP board face: TLS with %s; plaintext boards %s", cfg["tcp_tls_cert"],
                      "refused" if require_tls else "accepted too")
         keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
-        anonymous = cfg.get("allow_anonymous_boards")
-        anonymous = not cfg["keys"] if anonymous is None else bool(anonymous)
-        # always a policy: a board publishes only as itself, a signed realm holds on
-        # every ingress, whether or not boards have keys
+        grants = load_grants(cfg["keys"]) if cfg["keys"] else {}
+        if self.fleet is not None:
+            sims = self.fleet.board_keys()
+            clash = sorted(set(sims) & set(keys))
+            if clash:
+                raise ValueError("--keys %s holds keys for %s, the simulated boards' names: "
+                                 "rename those boards or drop --sim-boards" % (
+                                     cfg["keys"], ", ".join(clash)))
+            keys.update(sims)
+        anonymous = bool(cfg.get("allow_anonymous_boards"))
+        # always a policy: a board publishes only as itself, a keyed board only within
+        # its grant, a signed realm holds on every ingress
         self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]],
-                                  allow_anonymous=anonymous)
+                                  allow_anonymous=anonymous, grants=grants)
         log.log(logging.WARNING if anonymous else logging.INFO,
                 "board authentication: %s; signing required under %s", (
-                    "%d boards with keys, boards without one refused" % len(keys)
-                    if not anonymous else "%d boards with keys; boards WITHOUT a key register "
-                    "by name (%s)" % (len(keys), "--allow-anonymous-boards" if cfg["keys"]
-                                      else "no --keys given")),
+                    "strict: %d boards with keys, boards without one refused (give them a key "
+                    "with `pubmote deploy`, or --allow-anonymous-boards)" % len(keys)
+                    if not anonymous else "ANONYMOUS BOARDS ALLOWED (--allow-anonymous-boards):"
+                    " %d boards with keys; boards WITHOUT a key register by name and publish "
+                    "anywhere" % len(keys)),
                 ", ".join(cfg["require_signed"]) or "no prefix")
         if cfg["journal"]:
             self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
@@ -204,7 +216,7 @@ class Bridge:
         """What a board face trusts, for the line that says it is exposed."""
         auth = self.hub.auth
         if auth is None or (auth.allow_anonymous and not auth.keys):
-            return "boards register by name, no key needed (give --keys)"
+            return "boards register by name, no key needed (--allow-anonymous-boards)"
         if auth.allow_anonymous:
             return ("boards with a key must sign their registration; boards without one "
                     "register by name (--allow-anonymous-boards)")

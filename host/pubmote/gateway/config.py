@@ -35,9 +35,9 @@ KEYS: dict[str, tuple[Any, Any, str]] = {
     "ndn_face": ([], "ndn_url", "NFD-compatible faces for NDN apps"),
     "trace": (None, "trace_out", "a file every packet is recorded in (JSON lines)"),
     "keys": (None, "board_keys_in", "the boards' keys (JSON, `pubmote deploy --key-file`)"),
-    # boards without a key in `keys` may register (by name); unset: only when no keys
-    # file is given (with one, a name without a key is refused)
-    "allow_anonymous_boards": (None, "bool", "let boards without a key register by name"),
+    # boards without a key (in `keys` or the simulated boards') may register by name;
+    # refused by default, as mosquitto 2's allow_anonymous
+    "allow_anonymous_boards": (False, "bool", "let boards without a key register by name"),
     "require_signed": ([], "ndn_name", "topic prefixes that take only signed messages"),
     "timeout_ms": (2000, ("int", 1), "how long a board's answer may take"),
     "board_queue_len": (64, ("int", 1), "messages queued per board"),
@@ -59,6 +59,7 @@ KEYS: dict[str, tuple[Any, Any, str]] = {
     "sim_app": ("demo", "module", "the app simulated boards run"),
     "sim_app_dir": (None, "folder_in", "a folder added to the simulated boards' path"),
     "sim_app_config": ({}, "board_config", "extra keys for every simulated board's config"),
+    "sim_keys": (True, "bool", "give each simulated board a key (kept in the sim dir)"),
     # retained topics on the BitTorrent DHT (BEP 44 items, BEP 50 overlays): retained.py
     "retained": ([], "ndn_name", "topics kept on the DHT: exact, or prefixes ending in /"),
     "dht_key_file": (None, "dht_key", "the ed25519 key retained items are signed with"),
