@@ -25,7 +25,8 @@ from e2e import (
 )
 from pubmote.boards.fleet import SimFleet
 from pubmote.core.auth import key_for_board
-from pubmote.gateway.bridge import Bridge, load_config
+from pubmote.gateway.bridge import Bridge
+from pubmote.gateway.config import load_config
 
 
 def _urls(**extra: Any) -> dict[str, Any]:

@@ -66,13 +66,23 @@ def descendants(pid: int) -> set[int]:
     return out
 
 
+def as_from_a_terminal() -> None:
+    """SIGINT as a shell hands it to a command it starts in the foreground: default, not
+    blocked. An ignored or blocked SIGINT is inherited across exec, and a pytest worker may
+    have one (seen: every Ctrl-C test after some point on one worker of a loaded full run
+    found its command deaf to SIGINT, while the same tests pass on their own)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 class Run:
     """A `pubmote` command in a process group of its own, its output collected."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.p = subprocess.Popen([PUBMOTE, *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True,
-                                  env=dict(os.environ, **(env or {})))
+                                  env=dict(os.environ, **(env or {})),
+                                  preexec_fn=as_from_a_terminal)
         self.out = b""
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -214,7 +214,8 @@ def test_a_board_that_registered_then_crashed_is_shown_crashed(tmp_path: Path) -
     from rich.console import Console
 
     from pubmote.boards.fleet import SimFleet
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
     apps = tmp_path / "apps"

@@ -49,7 +49,8 @@ def test_the_ring_keeps_the_last_warnings_escaped_with_their_time() -> None:
 
 
 def test_the_view_shows_the_last_warnings_as_plain_text(tmp_path: Path) -> None:
-    from pubmote.gateway.bridge import Bridge, load_config
+    from pubmote.gateway.bridge import Bridge
+    from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
     cfg = load_config(None, {"sp_sub": ["tcp://127.0.0.1:0"], "retained": ["/site/temp"],
