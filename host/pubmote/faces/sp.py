@@ -258,7 +258,7 @@ class SpEndpoint:
         line = msg.line()
         frame = sp.encode_msg(line)
         size = len(frame)
-        journal = self.hub.journal is not None
+        journal = self.hub.journaling
         tracked = msg if journal else None
         counters = self.counters
         queued = 0
@@ -314,7 +314,7 @@ class SpEndpoint:
     def sent(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
         """Messages whose bytes have left the host for conn's subscriber."""
         self.counters["sent"] += len(msgs)
-        if self.hub.journal is not None:
+        if self.hub.journaling:
             for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "delivered")
@@ -325,7 +325,7 @@ class SpEndpoint:
             return
         self.counters["dropped"] += len(msgs)
         self.counters["dropped_lost"] += len(msgs)
-        if self.hub.journal is not None:
+        if self.hub.journaling:
             for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "dropped")
