@@ -125,6 +125,11 @@ class HubBase:
         so the bridge's stats show them with the rest."""
         self.counters.update(values)
 
+    def forget_fetched(self) -> None:
+        """Forget which notifies were fetched already, so the same ones count as new
+        (a bench replays one set of frames)."""
+        self._done.clear()
+
     def _fault(self, key: str, what: str) -> None:
         """Count a contained failure (called in an except block) and log it with its
         traceback: the first of each kind, then every 1000th (a peer that provokes it
