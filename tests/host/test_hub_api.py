@@ -8,6 +8,7 @@ import ast
 import re
 from pathlib import Path
 
+from pubmote.core.auth import BoardAuth
 from pubmote.core.hub import Hub
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +72,15 @@ def test_gateway_and_faces_use_only_the_documented_hub_api() -> None:
 def test_gateway_and_faces_assign_nothing_on_the_hub() -> None:
     wrong = sorted("%s: hub.%s" % (f, n) for f, us in uses().items() for n, st in us if st)
     assert wrong == []
+
+
+def test_attach_replaces_only_the_parts_it_names() -> None:
+    hub = Hub(gateway="api")
+    auth = BoardAuth({}, [], allow_anonymous=True)
+    tracer = object()
+    hub.attach(auth=auth, tracer=tracer)
+    assert (hub.auth, hub.tracer, hub.journaling) == (auth, tracer, False)
+    hub.attach(tracer=None)
+    assert (hub.auth, hub.tracer) == (auth, None)
+    hub.set_counters({"mesh_gaps": 3})
+    assert hub.counters["mesh_gaps"] == 3 and hub.counters["messages"] == 0
