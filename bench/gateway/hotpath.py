@@ -44,14 +44,14 @@ async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
     ep = sp_face.SpEndpoint(hub, "tcp://127.0.0.1:1", sp.PUB)
     hub.add_listener(ep.relay)
     hub.add_flusher(ep.flush)  # as SpEndpoint.start does
-    conn = sp_face._Conn(ep)
+    conn = sp_face.SpConn(ep)
     conn.t = _Transport()  # type: ignore[assignment]
     conn.ready = True
     ep.conns.add(conn)
     faces = []
     for i in range(boards):
         f = _Face("tcp:%d" % i, hub.on_packet, hub.face_state)
-        f._set_up(True)
+        f.set_up(True)
         name = "v%d" % i
         params = control.register_params(name, "/pubmote/node/" + name, [], [], True, None)
         buf = bytearray(len(params) + 256)
@@ -86,7 +86,7 @@ async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
           "average %.1f)" % (boards, records, dt * 1e6 / max(1, relayed), relayed,
                              os.getloadavg()[0]))
     if profile:
-        hub._done.clear()  # the same frames are new messages again
+        hub.forget_fetched()  # the same frames are new messages again
         prof = cProfile.Profile()
         prof.enable()
         feed_all()

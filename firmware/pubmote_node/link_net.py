@@ -71,7 +71,8 @@ class UdpLink:
                 n = len(data)
                 buf[0:n] = data
                 return n
-            yield asyncio.core._io_queue.queue_read(s)
+            # asyncio has no public await on a raw socket: its own streams do this
+            yield asyncio.core._io_queue.queue_read(s)  # noqa: SLF001
 
     async def write(self, mv):
         self._s.send(mv)

@@ -28,7 +28,7 @@ class UartLink:
     # registration is what awaits a stream (the task runs again once the poller says so).
     def readinto(self, buf):
         u = self._u
-        yield core._io_queue.queue_read(u)
+        yield core._io_queue.queue_read(u)  # noqa: SLF001 - as asyncio's own streams
         return u.readinto(buf) or 0
 
     def write(self, mv):
@@ -40,7 +40,7 @@ class UartLink:
             yield from sleep_ms(0)
             return
         while off < n:
-            yield core._io_queue.queue_write(u)
+            yield core._io_queue.queue_write(u)  # noqa: SLF001 - as asyncio's own streams
             off += u.write(mv[off:]) or 0
 
     def close(self):

@@ -34,9 +34,9 @@ def register_params(board, prefix, filters, serve, batch, boot):
 # board is the name as bytes.
 def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_nonce,
                     sig_time_ms):
-    return interest._encode(buf, off, REGISTER, name.generic(board), must_be_fresh=True,
-                            nonce=nonce, lifetime_ms=lifetime_ms, app_params=params,
-                            signer=signer, sig_nonce=sig_nonce, sig_time_ms=sig_time_ms)
+    return interest.encode_parts(buf, off, REGISTER, name.generic(board), must_be_fresh=True,
+                                 nonce=nonce, lifetime_ms=lifetime_ms, app_params=params,
+                                 signer=signer, sig_nonce=sig_nonce, sig_time_ms=sig_time_ms)
 
 
 # The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
@@ -92,8 +92,8 @@ def decode_reply(content):
 # one) as bytes: a board that hears it registers at once; nobody answers it.
 def encode_hello(rand, nonce):
     comp = name.generic(rand)
-    buf = bytearray(interest._encode(None, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000))
-    interest._encode(buf, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000)
+    buf = bytearray(interest.encode_parts(None, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000))
+    interest.encode_parts(buf, 0, HELLO, comp, nonce=nonce, lifetime_ms=1000)
     return bytes(buf)
 
 

@@ -32,26 +32,29 @@ def _clear(d):
     d.name = d.content_type = d.freshness_ms = d.final_block_id = d.content = None
     d.sig_type = d.sig_key_name = d.sig_nonce = d.sig_time_ms = d.sig_seq = None
     d.sig_value = None
-    d._s0 = d._s1 = -1
+    d.signed_start = d.signed_end = -1
 
 
-# A decoded Data packet; byte fields are memoryview slices of the input.
+# A decoded Data packet; byte fields are memoryview slices of the input. signed_start and
+# signed_end: where in the input the signature covers (Name to SignatureInfo); reader and
+# reader2: the TLV readers each decode into it reuses.
 class Data:
 
     def __init__(self):
         _clear(self)
-        self._r = TLVReader(b"")
-        self._q = TLVReader(b"")
+        self.reader = TLVReader(b"")
+        self.reader2 = TLVReader(b"")
 
     # [(start, end)] of the input the signature covers (Name through SignatureInfo).
     @property
     def signed_regions(self):
-        if self._s1 < 0:
+        if self.signed_end < 0:
             return None
-        return [(self._s0, self._s1)]
+        return [(self.signed_start, self.signed_end)]
 
 
-def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
+def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
+    # The codec's Data writer (encode_data, and notify.py's msg and ack Data, call it).
     # Sizes by arithmetic, then fields written in place (buf None: return the size only).
     # The name is name + n2 + n3 (+ generic n4), see signature.put_name.
     if signer is None:
@@ -99,8 +102,8 @@ def _encode(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
 # DigestSha256.
 def encode_data(buf, off, name, content=None, *, content_type=None, freshness_ms=None,
                 final_block_id=None, signer=None):
-    return _encode(buf, off, name, None, None, None, content, content_type, freshness_ms,
-                   final_block_id, signer)
+    return encode_parts(buf, off, name, None, None, None, content, content_type, freshness_ms,
+                        final_block_id, signer)
 
 
 # Bytes encode_data will write for the same arguments.
@@ -123,12 +126,12 @@ def encode(name, content=None, **kw):
 def decode_data(buf, into=None):
     d = into if into is not None else Data()
     mv = memoryview(buf)
-    r = d._r
+    r = d.reader
     r.reset(buf)
     if not r.next() or r.typ != DATA or r.vend != len(mv):
         raise DecodeError("bad Data")
     _clear(d)
-    d._s0 = r.vstart
+    d.signed_start = r.vstart
     r.reset(buf, r.vstart, r.vend)
     rank = 0
     while r.next():
@@ -151,7 +154,7 @@ def decode_data(buf, into=None):
         if k == 3:
             d.content = mv[vs:ve]
         elif k == 2:
-            q = d._q
+            q = d.reader2
             q.reset(buf, vs, ve)
             while q.next():
                 t = q.typ
@@ -166,19 +169,19 @@ def decode_data(buf, into=None):
                 elif is_critical(t):
                     raise DecodeError("unknown critical TLV")
         elif k == 4:
-            parse_info(d, d._q, buf, vs, ve, False)
-            d._s1 = ve
+            parse_info(d, d.reader2, buf, vs, ve, False)
+            d.signed_end = ve
         else:
             d.sig_value = mv[vs:ve]
-    if d._s1 < 0 or d.sig_value is None:
+    if d.signed_end < 0 or d.sig_value is None:
         raise DecodeError("bad Data")
     return d
 
 
 # Check the signature of a decoded Data against its input bytes.
 def verify_data(d, buf, key=None):
-    if d._s1 < 0:
+    if d.signed_end < 0:
         return False
     from .verify import verify2
 
-    return verify2(d.sig_type, d.sig_value, buf, d._s0, d._s1, -1, -1, key)
+    return verify2(d.sig_type, d.sig_value, buf, d.signed_start, d.signed_end, -1, -1, key)

@@ -78,12 +78,14 @@ def _clear(i):
 # in place: name_start and name_end (the Name's value), digest_at (its
 # ParametersSha256Digest component), params_at (the ApplicationParameters element),
 # signed_end (the end of InterestSignatureInfo: what the signature covers ends there).
+# reader and reader2: the TLV readers each decode into it reuses (no allocation per packet;
+# notify.py parses the notify parameters with them once the Interest is decoded).
 class Interest:
 
     def __init__(self):
         _clear(self)
-        self._r = TLVReader(b"")
-        self._q = TLVReader(b"")
+        self.reader = TLVReader(b"")
+        self.reader2 = TLVReader(b"")
 
     # [(start, end)] of the input the signature covers, or None if unsigned: the name
     # around the params digest (a signed Interest always has one), then parameters..info.
@@ -133,15 +135,16 @@ def _fh_len(fh):
     return n
 
 
-def _encode(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
-            must_be_fresh=False, forwarding_hint=None, nonce=None, lifetime_ms=None,
-            hop_limit=None, app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
-            sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None):
-    # Sizes by arithmetic, then fields written in place (buf None: return the size only).
-    # The name is name + n2 + n3 (+ generic n4), see put_name, so notify names need no
-    # concatenated copy. Keyword-only past the name: a call says what each value is, and
-    # on MicroPython matching a keyword costs no allocation. With fill, the
-    # ApplicationParameters are params_len bytes that fill(buf, off, fill_a, fill_b,
+def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
+                 must_be_fresh=False, forwarding_hint=None, nonce=None, lifetime_ms=None,
+                 hop_limit=None, app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
+                 sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None):
+    # The codec's Interest writer (encode_interest, and control.py's and notify.py's
+    # packets, call it). Sizes by arithmetic, then fields written in place (buf None:
+    # return the size only). The name is name + n2 + n3 (+ generic n4), see put_name, so
+    # notify names need no concatenated copy. Keyword-only past the name: a call says what
+    # each value is, and on MicroPython matching a keyword costs no allocation. With fill,
+    # the ApplicationParameters are params_len bytes that fill(buf, off, fill_a, fill_b,
     # fill_c) writes, so the notify parameters need no bytes object of their own. A nonce
     # of -1 is a random one.
     if fill is not None:
@@ -225,10 +228,10 @@ def encode_interest(buf, off, name, *, can_be_prefix=False, must_be_fresh=False,
                     sig_seq=None):
     if nonce is not None and nonce < 0:
         raise EncodeError("too large")
-    return _encode(buf, off, name, can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh,
-                   forwarding_hint=forwarding_hint, nonce=nonce, lifetime_ms=lifetime_ms,
-                   hop_limit=hop_limit, app_params=app_params, signer=signer,
-                   sig_nonce=sig_nonce, sig_time_ms=sig_time_ms, sig_seq=sig_seq)
+    return encode_parts(buf, off, name, can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh,
+                        forwarding_hint=forwarding_hint, nonce=nonce, lifetime_ms=lifetime_ms,
+                        hop_limit=hop_limit, app_params=app_params, signer=signer,
+                        sig_nonce=sig_nonce, sig_time_ms=sig_time_ms, sig_seq=sig_seq)
 
 
 # Bytes encode_interest will write for the same arguments.
@@ -251,7 +254,7 @@ def encode(name, **kw):
 def decode_interest(buf, into=None):
     i = into if into is not None else Interest()
     mv = memoryview(buf)
-    r = i._r
+    r = i.reader
     r.reset(buf)
     if not r.next() or r.typ != INTEREST or r.vend != len(mv):
         raise DecodeError("bad Interest")
@@ -286,7 +289,7 @@ def decode_interest(buf, into=None):
             i.app_params = mv[vs:ve]
             i.params_at = s
         elif k == 8:
-            parse_info(i, i._q, buf, vs, ve, True)
+            parse_info(i, i.reader2, buf, vs, ve, True)
             i.signed_end = ve
         elif k == 9:
             i.sig_value = mv[vs:ve]
@@ -306,7 +309,7 @@ def _rare(i, k, buf, mv, vs, ve):
     elif k == 2:
         i.must_be_fresh = True
     elif k == 3:
-        q = i._q
+        q = i.reader2
         q.reset(buf, vs, ve)
         i.forwarding_hint = fh = []
         while q.next():

@@ -5,7 +5,7 @@
 from . import data as _data
 from .compat import const
 from .errors import DecodeError
-from .interest import _encode, decode_interest
+from .interest import decode_interest, encode_parts
 from .namewire import comp_end, walk
 from .signature import DIGEST
 from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
@@ -70,17 +70,17 @@ def _write_params_inline(buf, off, publisher, nonce, inline):
 
 
 # Parse the NotifyAppParam value mv (a memoryview) with the readers r and q, setting
-# o._pp, o._pn, o._pf, o._pi (publisher, nonce, forwarding hint, inline message Data):
-# attributes, not a tuple.
+# o.notify_publisher, o.notify_nonce, o.notify_fwd_hint and o.notify_inline (the inline
+# message Data): attributes, not a tuple.
 def _params(o, r, q, mv):
-    o._pp = o._pn = o._pf = o._pi = None
+    o.notify_publisher = o.notify_nonce = o.notify_fwd_hint = o.notify_inline = None
     r.reset(mv)
     rank = 0
     while r.next():
         t = r.typ
         if t == INLINE_MSG:  # ours, wherever it is (non-critical: no order of its own)
-            if o._pi is None:
-                o._pi = mv[r.vstart : r.vend]
+            if o.notify_inline is None:
+                o.notify_inline = mv[r.vstart : r.vend]
             continue
         k = 1 if t == _NAME else 2 if t == NOTIFY_NONCE else 3 if t == PUBLISHER_FWD_HINT else 0
         if k <= rank:  # unknown, repeated or out of order
@@ -90,15 +90,15 @@ def _params(o, r, q, mv):
         rank = k
         if k == 1:
             walk(mv, r.vstart, r.vend, False)
-            o._pp = mv[r.vstart : r.vend]
+            o.notify_publisher = mv[r.vstart : r.vend]
         elif k == 2:
-            o._pn = mv[r.vstart : r.vend]
+            o.notify_nonce = mv[r.vstart : r.vend]
         else:
             q.reset(mv, r.vstart, r.vend)
             while q.next():
-                if q.typ == _NAME and o._pf is None:
+                if q.typ == _NAME and o.notify_fwd_hint is None:
                     walk(mv, q.vstart, q.vend, False)
-                    o._pf = mv[q.vstart : q.vend]
+                    o.notify_fwd_hint = mv[q.vstart : q.vend]
                 elif is_critical(q.typ):
                     raise DecodeError("unknown critical TLV")
 
@@ -108,7 +108,7 @@ def _params(o, r, q, mv):
 def decode_notify_params(buf):
     r = TLVReader(b"")
     _params(r, r, TLVReader(b""), memoryview(buf))
-    return r._pp, r._pn, r._pf
+    return r.notify_publisher, r.notify_nonce, r.notify_fwd_hint
 
 
 # Write the notify Interest /<topic>/notify/<params-digest> at buf[off]; return its
@@ -122,47 +122,47 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
     if inline is not None:
         if fwd_hint is not None:
             raise ValueError("an inline message goes without a forwarding hint")
-        return _encode(buf, off, topic, NOTIFY,
-                       nonce=-1 if interest_nonce is None else interest_nonce,
-                       lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
-                       sig_time_ms=sig_time_ms,
-                       params_len=notify_params_size(publisher, nonce)
-                       + tl_size(INLINE_MSG, len(inline)),
-                       fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
-                       fill_c=inline)
-    return _encode(buf, off, topic, NOTIFY,
-                   nonce=-1 if interest_nonce is None else interest_nonce,
-                   lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
-                   sig_time_ms=sig_time_ms,
-                   params_len=notify_params_size(publisher, nonce, fwd_hint),
-                   fill=write_notify_params, fill_a=publisher, fill_b=nonce, fill_c=fwd_hint)
+        return encode_parts(buf, off, topic, NOTIFY,
+                            nonce=-1 if interest_nonce is None else interest_nonce,
+                            lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
+                            sig_time_ms=sig_time_ms,
+                            params_len=notify_params_size(publisher, nonce)
+                            + tl_size(INLINE_MSG, len(inline)),
+                            fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
+                            fill_c=inline)
+    return encode_parts(buf, off, topic, NOTIFY,
+                        nonce=-1 if interest_nonce is None else interest_nonce,
+                        lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
+                        sig_time_ms=sig_time_ms,
+                        params_len=notify_params_size(publisher, nonce, fwd_hint),
+                        fill=write_notify_params, fill_a=publisher, fill_b=nonce, fill_c=fwd_hint)
 
 
 # Write the subscriber's Interest /<publisher>/msg/<topic>/<nonce>; fwd_hint is the
 # publisher's forwarding-hint Name from the notify, if any.
 def encode_msg_interest(buf, off, publisher, topic, nonce, *, interest_nonce=None,
                         lifetime_ms=DEFAULT_LIFETIME_MS, fwd_hint=None):
-    return _encode(buf, off, publisher, MSG, topic, nonce, forwarding_hint=fwd_hint,
-                   nonce=-1 if interest_nonce is None else interest_nonce,
-                   lifetime_ms=lifetime_ms)
+    return encode_parts(buf, off, publisher, MSG, topic, nonce, forwarding_hint=fwd_hint,
+                        nonce=-1 if interest_nonce is None else interest_nonce,
+                        lifetime_ms=lifetime_ms)
 
 
 # Write the publisher's message Data /<publisher>/msg/<topic>/<nonce>.
 def encode_msg_data(buf, off, publisher, topic, nonce, content, *, signer=None):
-    return _data._encode(buf, off, publisher, MSG, topic, nonce, content, _data.BLOB, None,
-                         None, signer)
+    return _data.encode_parts(buf, off, publisher, MSG, topic, nonce, content, _data.BLOB, None,
+                              None, signer)
 
 
 # Write the subscriber's empty ack Data named exactly as the notify Interest.
 def encode_ack_data(buf, off, notify_interest_full_name, *, signer=None):
-    return _data._encode(buf, off, notify_interest_full_name, None, None, None, None,
-                         _data.BLOB, None, None, signer)
+    return _data.encode_parts(buf, off, notify_interest_full_name, None, None, None, None,
+                              _data.BLOB, None, None, signer)
 
 
 # The inline message Data (a memoryview) of a notify parsed by parse_notify_interest, or
 # None when the notify carries none.
 def inline_msg(i):
-    return i._pi
+    return i.notify_inline
 
 
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is
@@ -192,5 +192,5 @@ def notify_parts(i, buf):
             raise DecodeError("not a notify Interest")
         k += 1
     # The Interest's readers are free again: parse the parameters with them.
-    _params(i, i._r, i._q, i.app_params)
-    return i.name[: last - ns], i._pp, i._pn, i._pf, i
+    _params(i, i.reader, i.reader2, i.app_params)
+    return i.name[: last - ns], i.notify_publisher, i.notify_nonce, i.notify_fwd_hint, i

@@ -146,7 +146,8 @@ def add_flags(b: argparse.ArgumentParser) -> None:
                    help="with --no-view: -v a status line every 10 s instead of 60 s; -vv "
                         "also every message and every bad packet")
 
-    for action in b._actions:
+    # argparse lists its actions only in _actions
+    for action in b._actions:  # noqa: SLF001
         if action.dest in KEYS and action.nargs != 0:
             action.type = arg(resolve(KEYS[action.dest][1]))
     b.epilog = (b.epilog or "") + keys_help(key_flags(b))
@@ -157,7 +158,7 @@ def key_flags(b: argparse.ArgumentParser | None = None) -> dict[str, str]:
     if b is None:
         b = argparse.ArgumentParser(add_help=False)
         add_flags(b)
-    return {a.dest: max(a.option_strings, key=len) for a in b._actions
+    return {a.dest: max(a.option_strings, key=len) for a in b._actions  # noqa: SLF001
             if a.dest in KEYS and a.option_strings}
 
 

@@ -40,6 +40,13 @@ def new_nonce() -> int:
     return int.from_bytes(os.urandom(4), "big")
 
 
+class _Keep:
+    """attach()'s default: the part it names stays as it is."""
+
+
+KEEP = _Keep()
+
+
 class HubBase:
     """State shared by the hub's parts; not used on its own."""
 
@@ -95,6 +102,33 @@ class HubBase:
                          # packet handler, a task) that input provoked: contained, counted
                          "listener_errors": 0, "hook_errors": 0, "packet_errors": 0,
                          "task_errors": 0, "boards_evicted": 0, "internal_errors": 0}
+
+    def attach(self, *, auth: BoardAuth | None | _Keep = KEEP,
+               journal: Journal | None | _Keep = KEEP, tracer: Any = KEEP) -> None:
+        """Give the hub the parts the bridge builds from its configuration: the board
+        policy (`auth`), the message `journal` and the packet `tracer`. Each one named
+        replaces the hub's (None takes it away); the others stay as they are."""
+        if not isinstance(auth, _Keep):
+            self.auth = auth
+        if not isinstance(journal, _Keep):
+            self.journal = journal
+        if not isinstance(tracer, _Keep):
+            self.tracer = tracer
+
+    @property
+    def journaling(self) -> bool:
+        """Whether a journal is attached: callers skip building records it would take."""
+        return self.journal is not None
+
+    def set_counters(self, values: dict[str, int]) -> None:
+        """Set counters another part keeps (the mesh's gap tracking) among the hub's own,
+        so the bridge's stats show them with the rest."""
+        self.counters.update(values)
+
+    def forget_fetched(self) -> None:
+        """Forget which notifies were fetched already, so the same ones count as new
+        (a bench replays one set of frames)."""
+        self._done.clear()
 
     def _fault(self, key: str, what: str) -> None:
         """Count a contained failure (called in an except block) and log it with its

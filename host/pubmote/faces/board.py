@@ -92,7 +92,8 @@ class BoardFace:
         d = self.decoder
         return int(d.frames_bad_crc + d.frames_bad_cobs + d.frames_oversize)
 
-    def _set_up(self, up: bool) -> None:
+    def set_up(self, up: bool) -> None:
+        """The link came up or went down: the hub hears of each change once."""
         if up != self.up:
             self.up = up
             self.on_state(self)
@@ -102,4 +103,4 @@ class BoardFace:
         raise NotImplementedError
 
     def close(self) -> None:
-        self._set_up(False)
+        self.set_up(False)

@@ -94,7 +94,7 @@ class SerialFace(BoardFace):
             self.counters["opens"] += 1
             self._lost = asyncio.Event()
             loop.add_reader(self._fd, self._on_readable)
-            self._set_up(True)
+            self.set_up(True)
             try:
                 await self._lost.wait()
             finally:
@@ -113,7 +113,7 @@ class SerialFace(BoardFace):
         self._ser = None
         self._fd = -1
         self._out.clear()
-        self._set_up(False)
+        self.set_up(False)
 
     def _fail(self, err: BaseException) -> None:
         self.last_error = str(err)

@@ -64,7 +64,9 @@ async def _serve(url: str, proto: int, factory: Any) -> asyncio.AbstractServer:
     return await loop.create_server(factory, host, port, reuse_address=True)
 
 
-class _Conn(asyncio.Protocol):
+class SpConn(asyncio.Protocol):
+    """One SP peer's connection to an endpoint: its decoder, its transport, its egress."""
+
     def __init__(self, endpoint: SpEndpoint) -> None:
         self.ep = endpoint
         self.t: asyncio.Transport | None = None
@@ -232,7 +234,7 @@ class SpEndpoint:
                                    total_key="sp_max_conns", per_ip_key="sp_max_conns_per_ip")
         self.handshake_timeout_s = lim.sp_handshake_timeout_s
         self.max_unconfirmed = lim.sp_max_unconfirmed
-        self.conns: set[_Conn] = set()
+        self.conns: set[SpConn] = set()
         self.server: asyncio.AbstractServer | None = None
         self._ipc: tuple[str, tuple[int, int] | None] | None = None  # our socket file
         self.counters = {"queued": 0, "sent": 0, "dropped": 0, "dropped_handshake": 0,
@@ -246,7 +248,7 @@ class SpEndpoint:
         self._confirm_due: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
-        self.server = await _serve(self.url, self.proto, lambda: _Conn(self))
+        self.server = await _serve(self.url, self.proto, lambda: SpConn(self))
         kind, where = parse_url(self.url)
         if kind == "ipc":
             self._ipc = where, unixpath.identity(where)
@@ -258,7 +260,7 @@ class SpEndpoint:
         line = msg.line()
         frame = sp.encode_msg(line)
         size = len(frame)
-        journal = self.hub.journal is not None
+        journal = self.hub.journaling
         tracked = msg if journal else None
         counters = self.counters
         queued = 0
@@ -311,27 +313,27 @@ class SpEndpoint:
         if waiting:
             self._confirm_due = asyncio.get_running_loop().call_later(CONFIRM_S, self._recheck)
 
-    def sent(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
+    def sent(self, conn: SpConn, msgs: deque[tuple[int, Message | None]]) -> None:
         """Messages whose bytes have left the host for conn's subscriber."""
         self.counters["sent"] += len(msgs)
-        if self.hub.journal is not None:
+        if self.hub.journaling:
             for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "delivered")
 
-    def lost(self, conn: _Conn, msgs: deque[tuple[int, Message | None]]) -> None:
+    def lost(self, conn: SpConn, msgs: deque[tuple[int, Message | None]]) -> None:
         """Messages still in conn's buffers when its connection was lost."""
         if not msgs:
             return
         self.counters["dropped"] += len(msgs)
         self.counters["dropped_lost"] += len(msgs)
-        if self.hub.journal is not None:
+        if self.hub.journaling:
             for _, m in msgs:
                 if m is not None:
                     self.hub.journal_outcome(m, conn.egress, "dropped")
         log.info("SP subscriber %s gone with %d message(s) not sent", conn.peer, len(msgs))
 
-    def on_message(self, conn: _Conn, body: bytes) -> None:
+    def on_message(self, conn: SpConn, body: bytes) -> None:
         if self.proto != sp.SUB:
             return  # a SUB peer of our PUB has nothing to say; ignore, as nanomsg does
         topic, sep, payload = body.partition(b"|")

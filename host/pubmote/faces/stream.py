@@ -46,7 +46,7 @@ class StreamFace(BoardFace, asyncio.Protocol):
         self.counters["opens"] += 1
         if self._watch is not None:
             self._watch.watch(self)
-        self._set_up(True)
+        self.set_up(True)
 
     def data_received(self, data: bytes) -> None:
         if not self.feed(data) and self._transport is not None:
@@ -59,7 +59,7 @@ class StreamFace(BoardFace, asyncio.Protocol):
         if self._watch is not None:
             self._watch.forget(self)
         self._transport = None
-        self._set_up(False)
+        self.set_up(False)
 
     def _write_raw(self, frame: bytes) -> bool:
         t = self._transport

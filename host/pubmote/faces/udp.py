@@ -78,7 +78,7 @@ class UdpServer(asyncio.DatagramProtocol):
             self.faces[addr] = face
             self.watch.watch(face)
             try:
-                face._set_up(True)
+                face.set_up(True)
             except Exception:  # noqa: BLE001 - a datagram must not end the listener's loop
                 face.counters["rx_errors"] += 1
                 log.exception("%s: face set-up failed", face.label)

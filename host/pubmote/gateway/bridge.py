@@ -138,8 +138,8 @@ class Bridge:
         anonymous = bool(cfg.get("allow_anonymous_boards"))
         # always a policy: a board publishes only as itself, a keyed board only within
         # its grant, a signed realm holds on every ingress
-        self.hub.auth = BoardAuth(keys, [ndn_name.from_uri(p) for p in cfg["require_signed"]],
-                                  allow_anonymous=anonymous, grants=grants)
+        signed = [ndn_name.from_uri(p) for p in cfg["require_signed"]]
+        self.hub.attach(auth=BoardAuth(keys, signed, allow_anonymous=anonymous, grants=grants))
         log.log(logging.WARNING if anonymous else logging.INFO,
                 "board authentication: %s; signing required under %s", (
                     "strict: %d boards with keys, boards without one refused (give them a key "
@@ -155,11 +155,11 @@ class Bridge:
                                    backlog_records=int(cfg["journal_backlog_records"]),
                                    backlog_bytes=int(cfg["journal_backlog_bytes"]))
             self.journal.open()  # a folder it cannot write is a fault it retries, not an error
-            self.hub.journal = self.journal
+            self.hub.attach(journal=self.journal)
             self._tasks.append(asyncio.create_task(self._journal_ticks()))
         if cfg["trace"]:
             self.tracer = Tracer(cfg["trace"])
-            self.hub.tracer = self.tracer
+            self.hub.attach(tracer=self.tracer)
         lim, hits = self.limits, self.hits
         for url in cfg["ndn_face"]:
             ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state,
@@ -324,4 +324,5 @@ class Bridge:
             self.tracer = None
         if self.journal is not None:
             self.journal.close()
-            self.hub.journal = self.journal = None
+            self.journal = None
+            self.hub.attach(journal=None)

@@ -372,7 +372,8 @@ class Host:
                                on_stream=lambda st: None, config=self.config.yamux_config)
         conn = Connection(session, local_peer=self.peer_id, remote_addr=raw.remote_addr,
                           direction=direction, local_addr=raw.local_addr)
-        session._on_stream = lambda st: self._spawn(self._serve_stream(conn, st), conn.tasks)
+        session.set_stream_handler(
+            lambda st: self._spawn(self._serve_stream(conn, st), conn.tasks))
         loser = self.connections.add(conn)
         if loser is conn:
             # Keep the connection we already had; this one goes (go-away, then close).

@@ -67,7 +67,8 @@ class YamuxConfig:
 class Stream:
     """One Yamux stream: an ordered, flow-controlled, half-closable byte stream."""
 
-    def __init__(self, session: YamuxSession, stream_id: int, outbound: bool) -> None:
+    def __init__(self, session: YamuxSession, stream_id: int, outbound: bool,
+                 window: int = INITIAL_WINDOW) -> None:
         self.session = session
         self.stream_id = stream_id
         self.outbound = outbound
@@ -75,7 +76,7 @@ class Stream:
         self._chunks: deque[bytes] = deque()
         self._offset = 0                       # bytes of _chunks[0] already read
         self._buffered = 0
-        self._recv_window = INITIAL_WINDOW     # credit the remote still has
+        self._recv_window = window             # credit the remote still has
         self._consumed = 0                     # read since our last window update
         self._send_window = INITIAL_WINDOW
         self._readable = asyncio.Event()
@@ -101,7 +102,8 @@ class Stream:
         return self._send_window
 
     # -- called by the session -----------------------------------------------------------
-    def _on_data(self, payload: bytes) -> None:
+    def on_data(self, payload: bytes) -> None:
+        """A DATA frame's payload arrived (the session calls this)."""
         n = len(payload)
         if n > self._recv_window:
             raise ProtocolError("stream %d: %d bytes exceed the receive window of %d"
@@ -112,20 +114,24 @@ class Stream:
             self._buffered += n
             self._readable.set()
 
-    def _on_window_update(self, delta: int) -> None:
+    def on_window_update(self, delta: int) -> None:
+        """The remote granted `delta` more bytes to send (the session calls this)."""
         self._send_window += delta
         if self._send_window > 0xFFFFFFFF:
             raise ProtocolError("stream %d: send window overflow" % self.stream_id)
         if self._send_window > 0:
             self._writable.set()
 
-    def _on_fin(self) -> None:
+    def on_fin(self) -> None:
+        """The remote closed its half (the session calls this)."""
         self.remote_closed = True
         self._readable.set()
         if self.local_closed:
-            self.session._forget(self)
+            self.session.forget(self)
 
-    def _on_reset(self, reason: str) -> None:
+    def on_reset(self, reason: str) -> None:
+        """The stream is aborted: by the remote, or with its session (the session calls
+        this; reset() is the local abort)."""
         if not self.reset_reason:
             self.reset_reason = reason
         # A reset aborts: what was buffered is dropped, readers get StreamReset.
@@ -163,7 +169,7 @@ class Stream:
         self._recv_window += delta
         self._consumed = 0
         if not self.remote_closed:
-            self.session._send_frame(TYPE_WINDOW_UPDATE, 0, self.stream_id, delta)
+            self.session.send_frame(TYPE_WINDOW_UPDATE, 0, self.stream_id, delta)
 
     async def read(self, n: int = -1) -> bytes:
         """Up to `n` bytes (n < 0: whatever one frame brought); b"" at EOF.
@@ -239,7 +245,7 @@ class Stream:
                 await self._writable.wait()
                 continue
             n = min(self._send_window, total - off, MAX_DATA_FRAME)
-            session._send_data(self.stream_id, view[off:off + n])
+            session.send_data(self.stream_id, view[off:off + n])
             self._send_window -= n
             off += n
             await session.drain()
@@ -253,9 +259,9 @@ class Stream:
         if self.local_closed or self.reset_reason:
             return
         self.local_closed = True
-        self.session._send_frame(TYPE_WINDOW_UPDATE, FLAG_FIN, self.stream_id, 0)
+        self.session.send_frame(TYPE_WINDOW_UPDATE, FLAG_FIN, self.stream_id, 0)
         if self.remote_closed:
-            self.session._forget(self)
+            self.session.forget(self)
         else:
             # A remote that never closes its half would hold a stream slot forever.
             asyncio.get_running_loop().call_later(self.session.config.close_timeout_s,
@@ -271,9 +277,9 @@ class Stream:
         """Abort the stream in both directions (RST)."""
         if self.reset_reason:
             return
-        self._on_reset("reset locally")
-        self.session._send_frame(TYPE_WINDOW_UPDATE, FLAG_RST, self.stream_id, 0)
-        self.session._forget(self)
+        self.on_reset("reset locally")
+        self.session.send_frame(TYPE_WINDOW_UPDATE, FLAG_RST, self.stream_id, 0)
+        self.session.forget(self)
 
 
 class YamuxSession:
@@ -301,12 +307,15 @@ class YamuxSession:
         self._writer = secured.raw.writer
 
     # -- sending ------------------------------------------------------------------------
-    def _send_frame(self, typ: int, flags: int, sid: int, length: int) -> None:
+    def send_frame(self, typ: int, flags: int, sid: int, length: int) -> None:
+        """Queue one frame without payload (window update, ping, go-away) for stream `sid`;
+        nothing once the session has closed."""
         if self.closed.is_set():
             return
         self.secured.write_nowait(_HEADER.pack(0, typ, flags, sid, length))
 
-    def _send_data(self, sid: int, payload: memoryview, flags: int = 0) -> None:
+    def send_data(self, sid: int, payload: memoryview, flags: int = 0) -> None:
+        """Queue one DATA frame for stream `sid`; StreamReset once the session has closed."""
         if self.closed.is_set():
             raise StreamReset(self.close_reason or "connection closed")
         self.secured.write_nowait(_HEADER.pack(0, TYPE_DATA, flags, sid, len(payload))
@@ -335,7 +344,8 @@ class YamuxSession:
         """Bytes received on all open streams and not yet read by their handlers."""
         return sum(st.buffered for st in self._streams.values())
 
-    def _forget(self, stream: Stream) -> None:
+    def forget(self, stream: Stream) -> None:
+        """Drop a stream that is finished (closed both ways, or reset) from the session."""
         if self._streams.get(stream.stream_id) is stream:
             del self._streams[stream.stream_id]
 
@@ -351,12 +361,16 @@ class YamuxSession:
         if sid > 0xFFFFFFFF:
             raise MeshError("stream ids exhausted")
         self._next_id += 2
-        st = Stream(self, sid, True)
-        self._streams[sid] = st
         extra = self.config.window_bytes - INITIAL_WINDOW
-        st._recv_window += extra
-        self._send_frame(TYPE_WINDOW_UPDATE, FLAG_SYN, sid, extra)
+        st = Stream(self, sid, True, self.config.window_bytes)
+        self._streams[sid] = st
+        self.send_frame(TYPE_WINDOW_UPDATE, FLAG_SYN, sid, extra)
         return st
+
+    def set_stream_handler(self, on_stream: Callable[[Stream], None]) -> None:
+        """Hand inbound streams to `on_stream` from now on: for an owner that can only
+        build its handler once the session exists (the connection wrapping it)."""
+        self._on_stream = on_stream
 
     # -- ping ----------------------------------------------------------------------------
     async def ping(self, timeout_s: float = 10.0) -> float:
@@ -368,7 +382,7 @@ class YamuxSession:
         fut: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self._pings[value] = fut
         self._ping_sent[value] = time.perf_counter()
-        self._send_frame(TYPE_PING, FLAG_SYN, 0, value)
+        self.send_frame(TYPE_PING, FLAG_SYN, 0, value)
         try:
             return await asyncio.wait_for(fut, timeout_s)
         finally:
@@ -455,14 +469,13 @@ class YamuxSession:
                     raise ProtocolError("stream flood: %d streams refused over the limit "
                                         "of %d" % (self.refused_streams,
                                                    self.config.max_streams))
-                self._send_frame(TYPE_WINDOW_UPDATE, FLAG_RST, sid, 0)
+                self.send_frame(TYPE_WINDOW_UPDATE, FLAG_RST, sid, 0)
                 self._check_write_buffer()
                 return
-            st = Stream(self, sid, False)
-            self._streams[sid] = st
             extra = self.config.window_bytes - INITIAL_WINDOW
-            st._recv_window += extra
-            self._send_frame(TYPE_WINDOW_UPDATE, FLAG_ACK, sid, extra)
+            st = Stream(self, sid, False, self.config.window_bytes)
+            self._streams[sid] = st
+            self.send_frame(TYPE_WINDOW_UPDATE, FLAG_ACK, sid, extra)
             self._check_write_buffer()
             self._on_stream(st)
         elif st is None:
@@ -470,18 +483,18 @@ class YamuxSession:
             self.dropped_frames += 1
             return
         if typ == TYPE_DATA:
-            st._on_data(payload)
+            st.on_data(payload)
         elif length:
-            st._on_window_update(length)
+            st.on_window_update(length)
         if flags & FLAG_RST:
-            st._on_reset("reset by remote")
-            self._forget(st)
+            st.on_reset("reset by remote")
+            self.forget(st)
         elif flags & FLAG_FIN:
-            st._on_fin()
+            st.on_fin()
 
     def _on_ping(self, flags: int, value: int) -> None:
         if flags & FLAG_SYN:
-            self._send_frame(TYPE_PING, FLAG_ACK, 0, value)
+            self.send_frame(TYPE_PING, FLAG_ACK, 0, value)
             self._check_write_buffer()
         elif flags & FLAG_ACK:
             fut = self._pings.get(value)
@@ -503,7 +516,7 @@ class YamuxSession:
         self.close_reason = reason
         self.closed.set()
         for st in list(self._streams.values()):
-            st._on_reset(reason)
+            st.on_reset(reason)
         self._streams.clear()
         for fut in self._pings.values():
             if not fut.done():

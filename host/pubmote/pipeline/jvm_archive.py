@@ -94,7 +94,7 @@ def finish(log: Log) -> Path | None:
     tmp, final = saving
     from pyspark import SparkContext
 
-    gateway = SparkContext._gateway
+    gateway = SparkContext._gateway  # noqa: SLF001 - pyspark keeps its JVM gateway only here
     proc = getattr(gateway, "proc", None)
     if proc is None or proc.stdin is None:
         return None

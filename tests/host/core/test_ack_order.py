@@ -14,7 +14,7 @@ from hub_face import StubFace
 
 from e2e import free_port
 from pubmote.core.hub import Hub
-from pubmote.faces.sp import SpEndpoint, _Conn
+from pubmote.faces.sp import SpConn, SpEndpoint
 from pubmote_wire import batch, control, interest, notify, sp
 from pubmote_wire import data as ndn_data
 from pubmote_wire import name as ndn_name
@@ -106,7 +106,7 @@ async def _bridge_parts() -> tuple[Hub, SpEndpoint, Timeline, BoardFace]:
     ep = SpEndpoint(hub, "tcp://127.0.0.1:%d" % free_port(), sp.PUB)
     await ep.start()
     timeline = Timeline()
-    conn = _Conn(ep)
+    conn = SpConn(ep)
     conn.connection_made(SocketOfSubscriber(timeline))
     conn.data_received(sp.header(sp.SUB))  # past the SP handshake: a connected subscriber
     face = BoardFace(hub, timeline)

@@ -337,16 +337,14 @@ class GatewayMesh:
             self._names[gateway] = peer
 
     def _note_gaps(self) -> None:
-        c = self.hub.counters
         t = self.tracker.counters
         gaps = t["gaps"]
-        if gaps != c.get("mesh_gaps", 0) and time.monotonic() - self._last_gap_log > 5.0:
+        if gaps != self.hub.counters.get("mesh_gaps", 0) and time.monotonic() - self._last_gap_log > 5.0:
             self._last_gap_log = time.monotonic()
             log.warning("mesh: %d messages missing from origins so far (%d arrived late)",
                         gaps, t["late"])
-        c["mesh_gaps"] = gaps
-        c["mesh_lost"] = self.tracker.lost
-        c["mesh_duplicates"] = t["duplicates"]
+        self.hub.set_counters({"mesh_gaps": gaps, "mesh_lost": self.tracker.lost,
+                               "mesh_duplicates": t["duplicates"]})
 
     # ---- directed messages --------------------------------------------------------------
 
