@@ -67,6 +67,9 @@ def main() -> int:
                                                   r.get("acked", "?")))
         if label.startswith("unix"):
             print("  %-18s peak live while publishing: %s" % ("", r.get("heap.peak_live", "?")))
+        print("  %-18s outbox (wait=False): full (%s messages held, %s dropped) %s, drained %s"
+              % ("", r.get("outbox.held", "?"), r.get("outbox.dropped", "?"),
+                 r.get("heap.outbox_full", "?"), r.get("heap.after_outbox", "?")))
     return 0
 
 
