@@ -26,7 +26,8 @@ class Node:
 
     config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
-    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True}.
+    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True,
+    "outbox_len": 64, "outbox_bytes": 4096}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     Its parts: port (the link's frames), exchange (Interests awaiting Data) and session
     (the bridge's registration: connected, gateway).
