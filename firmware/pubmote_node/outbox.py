@@ -68,6 +68,7 @@ class Outbox:
     async def _drain(self):
         q = self._q
         session = self._node.session
+        counters = self._node.counters
         tries = 0
         try:
             while q:
@@ -76,6 +77,7 @@ class Outbox:
                     await asyncio.sleep(_IDLE_MS / 1000)
                     continue
                 popped = self._popped
+                full = counters["soft_full"]
                 try:
                     ok = await self._send(q[0], q[1])
                 except ValueError:  # too big for one packet: it never will be sent
@@ -91,11 +93,13 @@ class Outbox:
                     self._pop()
                     tries = 0
                     continue
-                if ok is None or session.connected:
+                # not acked because the soft state was full (waited publishes of the app):
+                # no fault of this message's, so no try counted
+                if ok is None or (session.connected and counters["soft_full"] == full):
                     tries += 1
                     if tries >= _TRIES:
                         self._pop()
-                        self._node.counters["outbox_failed"] += 1
+                        counters["outbox_failed"] += 1
                         tries = 0
                         continue
                 await asyncio.sleep(_IDLE_MS / 1000)

@@ -25,16 +25,19 @@ class _Node:
 
     def __init__(self, **config: Any) -> None:
         self.config: dict[str, Any] = dict(config)
-        self.counters: dict[str, int] = {}
+        self.counters: dict[str, int] = {"soft_full": 0}
         self.session = _Session()
 
 
 class _Bridge:
     """The node's waited publish: records what it acks, in order; `refuse` payloads are
-    never acked, the first `lose` sends are not acked (an ack lost)."""
+    never acked, the first `lose` sends are not acked (an ack lost), the first `full`
+    find the soft state full (the app's waited publishes hold it)."""
 
-    def __init__(self, node: _Node, lose: int = 0, refuse: tuple[bytes, ...] = ()) -> None:
+    def __init__(self, node: _Node, lose: int = 0, refuse: tuple[bytes, ...] = (),
+                 full: int = 0) -> None:
         self.node = node
+        self.full = full
         self.acked: list[bytes] = []
         self.sends = 0
         self.lose = lose
@@ -44,6 +47,10 @@ class _Bridge:
         self.sends += 1
         await asyncio.sleep(0.001)  # a round trip
         if not self.node.session.connected or payload in self.refuse:
+            return False
+        if self.full > 0:
+            self.full -= 1
+            self.node.counters["soft_full"] += 1
             return False
         if self.lose > 0:
             self.lose -= 1
@@ -129,6 +136,21 @@ def test_unacked_is_tried_again_and_a_refused_one_does_not_block_the_rest() -> N
         assert br.acked == [_msg(i) for i in (0, 1, 2, 4, 5)]
         assert node.counters["outbox_failed"] == 1
         assert node.counters["outbox_dropped"] == 0
+
+    asyncio.run(main())
+
+
+def test_a_full_soft_state_is_waited_out_not_counted_against_the_message() -> None:
+    async def main() -> None:
+        node = _Node()
+        node.session.connected = True
+        br = _Bridge(node, full=10)  # more than the tries a message gets
+        ob = Outbox(node, br.send)
+        for i in range(3):
+            ob.put(TOPIC, _msg(i))
+        await _until(lambda: len(ob) == 0)
+        assert br.acked == [_msg(i) for i in range(3)]
+        assert node.counters["outbox_failed"] == 0
 
     asyncio.run(main())
 
