@@ -67,6 +67,14 @@ def main() -> int:
                                                   r.get("acked", "?")))
         if label.startswith("unix"):
             print("  %-18s peak live while publishing: %s" % ("", r.get("heap.peak_live", "?")))
+        # the queue's own bytes, taken with no turn of the loop, only where gc.collect()
+        # frees at once (the WebAssembly build's timers hold its garbage until they fire)
+        queue = (" (the queue itself %s)" % r.get("heap.outbox_queue", "?")
+                 if label.startswith("unix") else "")
+        print("  %-18s outbox (wait=False): full (%s messages held, %s dropped) %s%s, "
+              "drained %s" % ("", r.get("outbox.held", "?"), r.get("outbox.dropped", "?"),
+                              r.get("heap.outbox_full", "?"), queue,
+                              r.get("heap.after_outbox", "?")))
     return 0
 
 

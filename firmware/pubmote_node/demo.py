@@ -1,5 +1,7 @@
 # The demo app every board runs: a CBOR temperature reading each second, and an echo of
-# every command it receives, published on .../ack.
+# every command it receives, published on .../ack. Readings go through the board's outbox
+# (publish with wait=False): the app keeps its period while the bridge is away, and the
+# readings taken meanwhile follow, in order, once it is back.
 import asyncio
 
 from pubmote_wire import cbor
@@ -31,7 +33,7 @@ async def publisher(node, period_ms=1000):
     seq = 0
     while True:
         reading = {"seq": seq, "t_ms": ticks_ms(), "celsius": read_temperature(seq)}
-        await node.publish(base + "temperature", cbor.dumps(reading))
+        await node.publish(base + "temperature", cbor.dumps(reading), wait=False)
         seq += 1
         await asyncio.sleep(period_ms / 1000)
 

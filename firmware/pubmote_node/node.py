@@ -26,7 +26,8 @@ class Node:
 
     config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
-    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True}.
+    "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True,
+    "outbox_len": 64, "outbox_bytes": 4096}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     Its parts: port (the link's frames), exchange (Interests awaiting Data) and session
     (the bridge's registration: connected, gateway).
@@ -67,6 +68,7 @@ class Node:
         self._inbox = None  # directed messages, once the app asks for them (directed())
         self._subscriber = None  # made at the first notify (subscriber.py)
         self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
+        self._outbox = None  # made at the first publish(..., wait=False) (outbox.py)
 
     @property
     def connected(self):
@@ -90,13 +92,27 @@ class Node:
         wake.set()
         return sub
 
-    async def publish(self, topic, payload):
-        """Publish payload on topic (a URI); return True once the bridge has acked it.
+    async def publish(self, topic, payload, wait=True):
+        """Publish payload on topic (a URI).
 
-        Returns False (and counts it) when the soft state is full or every retry timed out;
-        the message is then forgotten, never half-delivered twice.
+        wait=True: return True once the bridge has acked it; False (and counted) when the
+        soft state is full or every retry timed out, the message then forgotten.
+        wait=False: return "queued" at once: the message is in the board's outbox
+        (outbox.py), sent in order after those queued before it, tried again until the
+        bridge acks it; a full outbox drops its oldest (counters["outbox_dropped"]).
         """
         payload = as_bytes(payload)
+        if not wait:
+            ob = self._outbox
+            if ob is None:
+                from .outbox import Outbox
+
+                ob = self._outbox = Outbox(self, self._publish_now)
+            ob.put(topic, payload)
+            return "queued"
+        return await self._publish_now(topic, payload)
+
+    async def _publish_now(self, topic, payload):
         b = self.session.batch
         if b is not None and b.on:
             ok = await b.publish(topic, payload)
@@ -184,6 +200,7 @@ class Node:
         s = dict(self.counters)
         s["connected"] = self.session.connected
         s["soft_state"] = len(self._soft)
+        s["outbox"] = len(self._outbox) if self._outbox is not None else 0
         s["pending"] = len(self.exchange.pending)
         s["sub_dropped"] = sum(x.dropped for x in self._subs)
         s["frames_bad"] = self.port.frames_bad()

@@ -1,0 +1,109 @@
+# The board's outbox: what the app publishes with `publish(..., wait=False)` waits here,
+# not in the app, while the bridge is away. Bounded in messages and bytes (config
+# "outbox_len", "outbox_bytes"); when full the oldest is dropped and counted
+# (counters["outbox_dropped"]). One drain task, alive only while the outbox holds
+# messages, publishes them in order, each waiting for the bridge's ack before the next, so
+# a message is never overtaken; one the bridge does not ack is tried again once the board
+# is connected. Loaded at the first non-blocking publish only.
+import asyncio
+
+from pubmote_wire.compat import const
+
+_LEN = const(64)  # messages held by default
+_BYTES = const(4096)  # bytes of topics and payloads held by default
+_IDLE_MS = const(100)  # how often a drain waiting for the bridge looks again
+# tries (each with the node's retries) while connected before a message the bridge never
+# acks (e.g. refused by a publish grant) is given up and counted, so it cannot block the
+# messages behind it for ever
+_TRIES = const(3)
+
+
+class Outbox:
+    """put() queues a message and returns at once; the drain task publishes them in order
+    through send(topic, payload) (the node's waited publish: True once acked)."""
+
+    def __init__(self, node, send):
+        self._node = node
+        self._send = send
+        # counted from the outbox's first use on: a board that never queues holds neither
+        node.counters["outbox_dropped"] = 0
+        node.counters["outbox_failed"] = 0
+        # topic, payload, topic, payload, ... (a flat list: no tuple per message). A topic
+        # equal to the one before is stored as that object: a sensor's readings share one
+        self._q = []
+        self._bytes = 0
+        self._popped = 0  # messages taken off the head: tells the drain its own went
+        self._draining = False
+
+    def __len__(self):
+        return len(self._q) // 2
+
+    def put(self, topic, payload):
+        q = self._q
+        cfg = self._node.config
+        size = len(topic) + len(payload)
+        if q and topic == q[-2]:
+            topic = q[-2]
+        max_len = cfg.get("outbox_len", _LEN)
+        max_bytes = cfg.get("outbox_bytes", _BYTES)
+        if size > max_bytes:
+            raise ValueError("message larger than the outbox")
+        while q and (len(q) // 2 >= max_len or self._bytes + size > max_bytes):
+            self._pop()
+            self._node.counters["outbox_dropped"] += 1
+        q.append(topic)
+        q.append(payload)
+        self._bytes += size
+        if not self._draining:
+            self._draining = True
+            asyncio.create_task(self._drain())
+
+    def _pop(self):
+        q = self._q
+        self._bytes -= len(q[0]) + len(q[1])
+        q.pop(0)
+        q.pop(0)
+        self._popped += 1
+
+    async def _drain(self):
+        q = self._q
+        session = self._node.session
+        counters = self._node.counters
+        tries = 0
+        try:
+            while q:
+                if not session.connected:
+                    tries = 0
+                    await asyncio.sleep(_IDLE_MS / 1000)
+                    continue
+                popped = self._popped
+                full = counters["soft_full"]
+                try:
+                    ok = await self._send(q[0], q[1])
+                except ValueError:  # too big for one packet: it never will be sent
+                    ok = None
+                # put() may have dropped it (full) while it was on its way: the head is
+                # then another message, left for the next turn
+                if popped != self._popped:
+                    tries = 0
+                    continue
+                if ok is None:
+                    tries = _TRIES
+                if ok:
+                    self._pop()
+                    tries = 0
+                    continue
+                # not acked because the soft state was full (waited publishes of the app):
+                # no fault of this message's, so no try counted
+                if ok is None or (session.connected and counters["soft_full"] == full):
+                    tries += 1
+                    if tries >= _TRIES:
+                        self._pop()
+                        counters["outbox_failed"] += 1
+                        tries = 0
+                        continue
+                await asyncio.sleep(_IDLE_MS / 1000)
+        finally:
+            self._draining = False
+            if not q:
+                self._q = []  # a list keeps its grown storage when emptied: let it go
