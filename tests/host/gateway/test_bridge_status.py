@@ -223,7 +223,7 @@ def test_a_board_that_registered_then_crashed_is_shown_crashed(tmp_path: Path) -
     (apps / "late.py").write_text(
         "import asyncio\n\n\nasync def main(node):\n    asyncio.create_task(node.run())\n"
         "    for _ in range(40):\n"
-        "        await node.publish('/pubmote/late/x', b'1')\n"
+        "        await node.publish('/pubmote/late/' + node.name + '/x', b'1')\n"
         "        await asyncio.sleep(0.2)\n"
         "    raise RuntimeError('sensor on fire later')\n")
     cfg = load_config(None, {"sim_boards": 1, "sim_app": "late", "sim_app_dir": str(apps),

@@ -53,8 +53,9 @@ def test_the_view_shows_the_last_warnings_as_plain_text(tmp_path: Path) -> None:
     from pubmote.gateway.config import load_config
     from pubmote.gateway.view import render
 
+    # anonymous boards allowed: a warning the bridge logs as it starts
     cfg = load_config(None, {"sp_sub": ["tcp://127.0.0.1:0"], "retained": ["/site/temp"],
-                             "ndn_face": ["tcp://127.0.0.1:0"],
+                             "ndn_face": ["tcp://127.0.0.1:0"], "allow_anonymous_boards": True,
                              "dht_key_file": str(tmp_path / "dht.key")})
     recent = install(logging.getLogger("pubmote"))
 
@@ -80,7 +81,7 @@ def test_the_view_shows_the_last_warnings_as_plain_text(tmp_path: Path) -> None:
     finally:
         logging.getLogger("pubmote").removeHandler(recent)
     assert "last warnings: none" in calm
-    # the bridge's own start-up warnings (no --keys) are there from the start
+    # the bridge's own start-up warnings are there from the start
     assert re.search(r"WARNING pubmote\.bridge: board authentication", started), started
     n = int(re.search(r"last warnings \(\d of (\d+); all of them in the log\):", text)[1])
     assert n == int(re.search(r"last warnings \(\d of (\d+);", started)[1]) + 2, text
