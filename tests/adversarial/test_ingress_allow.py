@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from attackers import Peer, open_conns, rib_register
+from rich.console import Console
 
 from e2e import free_port, wait_until
 from pubmote.core import addresses
@@ -28,6 +29,7 @@ from pubmote.faces.sp import SpEndpoint
 from pubmote.gateway.bridge import Bridge
 from pubmote.gateway.config import load_config
 from pubmote.gateway.status import status_line
+from pubmote.gateway.view import render
 from pubmote_wire import name, notify, sp
 
 INSIDER, OUTSIDER = "127.0.0.1", "127.0.0.2"
@@ -121,6 +123,10 @@ def test_sp_sub_outsiders_and_other_topics_refused(tmp_path: Path, exposed: None
                 line = status_line(bridge)
                 assert "1 clients, %d refused, 2 received, 0 bad, 6 refused messages" % (
                     len(outsiders)) in line, line
+                console = Console(record=True, width=240)
+                console.print(render(bridge))
+                view = console.export_text()
+                assert "2 received, 0 bad, %d refused" % (len(outsiders) + 6) in view, view
             finally:
                 for p in peers:
                     if p.t is not None:
