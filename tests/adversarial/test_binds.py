@@ -88,6 +88,9 @@ def test_bridge_says_so_for_each_exposed_listener(tmp_path: Path,
         "tcp": ["127.0.0.1:%d" % ports[0]], "udp": ["127.0.0.1:%d" % ports[1]],
         "sp_pub": ["tcp://127.0.0.1:%d" % ports[2]], "sp_sub": ["tcp://127.0.0.1:%d" % ports[3]],
         "ndn_face": ["tcp://127.0.0.1:%d" % ports[4]],
+        # beyond loopback these two need their allow-lists (test_ingress_allow.py)
+        "sp_sub_allow_from": ["127.0.0.1"], "sp_sub_allow_topics": ["/t"],
+        "ndn_allow_from": ["127.0.0.1"], "ndn_allow_prefixes": ["/t"],
         "retained": ["/t"], "dht_key_file": str(tmp_path / "dht.key"),
         "mesh_listen": ["/ip4/127.0.0.1/tcp/%d" % ports[5]],
         "mesh_key_file": str(tmp_path / "mesh.key")})

@@ -78,6 +78,26 @@ def add_flags(b: argparse.ArgumentParser) -> None:
     b.add_argument("--ndn-face", action="append", default=[], metavar="URL",
                    help="listen for NDN applications as NFD does (tcp://127.0.0.1:6363 or "
                         "unix:///PATH; repeatable); apps set NDN_CLIENT_TRANSPORT to it")
+    allow = b.add_argument_group(
+        "SP and NDN apps beyond loopback (they have no authentication; docs/security.md). "
+        "An --sp-sub or --ndn-face bound to another address than loopback needs both of its "
+        "lists or the bridge does not start; on loopback the lists are optional and apply "
+        "when given")
+    allow.add_argument("--sp-sub-allow-from", action="append", default=[], metavar="NET",
+                       help="an address or network (192.168.1.20, 192.168.1.0/24, fd00::/8) "
+                            "allowed to connect to the SP SUB endpoints (repeatable); others "
+                            "are closed at accept and counted (refused in the status line)")
+    allow.add_argument("--sp-sub-allow-topics", action="append", default=[], metavar="PREFIX",
+                       help="a topic prefix SP SUB publishers may publish into, e.g. "
+                            "/pubmote/demo/sim1/command (repeatable); other messages are "
+                            "refused and counted")
+    allow.add_argument("--ndn-allow-from", action="append", default=[], metavar="NET",
+                       help="an address or network allowed to connect to the NDN faces "
+                            "(repeatable); others are closed at accept and counted")
+    allow.add_argument("--ndn-allow-prefixes", action="append", default=[], metavar="PREFIX",
+                       help="a name prefix NDN apps may publish (notify) and register "
+                            "(rib/register) under (repeatable); others are refused (a 403 "
+                            "for a register) and counted")
     b.add_argument("--trace", metavar="FILE",
                    help="record every packet (time, face, direction) as JSON lines in FILE; "
                         "read it with `pubmote dissect --trace FILE`")

@@ -47,6 +47,7 @@ def check(cfg: dict[str, Any]) -> None:
             except KindError as e:
                 raise ConfigError("%s: %r: %s" % (_where(key, flags), item, e)) from None
     _board_link_tls(cfg)
+    _exposed_ingress(cfg)
     _sim_app(cfg, flags)
 
 
@@ -69,6 +70,23 @@ def _board_link_tls(cfg: dict[str, Any]) -> None:
         board_links_encrypted(cfg)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+def _exposed_ingress(cfg: dict[str, Any]) -> None:
+    """An SP SUB endpoint or NDN face bound beyond loopback has both its allow-lists."""
+    from pubmote.faces.ndn import exposed_problem as ndn_problem
+    from pubmote.faces.sp import exposed_problem as sp_problem
+
+    for url in cfg.get("sp_sub") or []:
+        why = sp_problem(url, cfg.get("sp_sub_allow_from") or [],
+                         cfg.get("sp_sub_allow_topics") or [])
+        if why:
+            raise ConfigError(why)
+    for url in cfg.get("ndn_face") or []:
+        why = ndn_problem(url, cfg.get("ndn_allow_from") or [],
+                          cfg.get("ndn_allow_prefixes") or [])
+        if why:
+            raise ConfigError(why)
 
 
 def _sim_app(cfg: dict[str, Any], flags: dict[str, str]) -> None:

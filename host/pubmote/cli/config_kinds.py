@@ -13,7 +13,7 @@ NAMED: dict[str, Check] = {
     "text": k.text, "name": k.name, "realm": k.realm, "topic_root": k.topic_root,
     "ndn_name": k.ndn_name, "module": k.module, "pubkey": k.pubkey, "bool": k.boolean,
     "board_config": k.board_config, "port": k.port, "host": k.host, "hostport": k.hostport,
-    "sp_url": k.sp_url, "ndn_url": k.ndn_url, "serial": k.serial, "multiaddr": k.multiaddr,
+    "sp_url": k.sp_url, "source_net": k.source_net, "ndn_url": k.ndn_url, "serial": k.serial, "multiaddr": k.multiaddr,
     "peer_multiaddr": k.peer_multiaddr, "peer_or_key": k.peer_or_key, "file_in": f.file_in,
     "text_in": f.text_in, "trace_out": f.trace_out, "folder_in": f.folder_in,
     "folder_out": f.folder_out, "cert_in": f.cert_in, "tls_key_in": f.tls_key_in,

@@ -331,6 +331,19 @@ def hostport(value: Any) -> str:
     return v
 
 
+def source_net(value: Any) -> str:
+    """A source address or network allowed to connect: 10.0.0.7, 192.168.1.0/24, fd00::/8."""
+    from pubmote.core.allowlist import network
+
+    v = nonempty(value)
+    try:
+        network(v)
+    except ValueError:
+        raise KindError("not an IP address or network; e.g. 192.168.1.20 or "
+                        "192.168.1.0/24") from None
+    return v
+
+
 def _socket_path(url: str, scheme: str, bind: bool) -> None:
     path = url[len(scheme):]
     if not path:

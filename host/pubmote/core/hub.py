@@ -178,6 +178,8 @@ class Hub(NotifyIntake, Delivery):
         NDN app under /pubmote/node/ neither); into a topic that requires signing, only a
         board with its key's signature; a keyed board only within its grant
         (BoardAuth.granted). True when refused (counted by the policy)."""
+        if face.kind == "ndn" and not _app_may(face, topic, "a notify on"):
+            return True  # outside the NDN face's ndn_allow_prefixes (counted by the face)
         auth = self.auth
         if auth is None:
             return False
@@ -229,6 +231,11 @@ class Hub(NotifyIntake, Delivery):
             return
         prefix = params["name"]
         params["face_id"] = face.face_id
+        if register and not _app_may(face, prefix, "a rib/register of"):
+            self.counters["rib_refused"] += 1
+            self._reply(face, nm, nfd_mgmt.control_response(
+                403, "outside the prefixes this face allows (ndn_allow_prefixes)", None))
+            return
         if register and not self.fwd.add_route(prefix, face):
             self.counters["rib_refused"] += 1
             self._reply(face, nm, nfd_mgmt.control_response(
@@ -458,3 +465,10 @@ class Hub(NotifyIntake, Delivery):
 
 def _down_since(b: BoardState) -> float:
     return b.down_since
+
+
+def _app_may(face: HubFace, name: bytes, what: str) -> bool:
+    """Whether an NDN app's face lets it publish or register under name (its listener's
+    ndn_allow_prefixes, faces/ndn.py); faces without such a list always do."""
+    allowed = getattr(face, "name_allowed", None)
+    return allowed is None or bool(allowed(name, what))

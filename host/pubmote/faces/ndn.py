@@ -1,7 +1,9 @@
 """The NFD-compatible face: NDN applications (python-ndn, ndn-python-repo) connect here as
 they would to NFD, over TCP or a unix socket, and speak bare TLV packets and NDNLPv2.
 The management commands the apps send through it (rib/register) are answered by the hub
-(core/nfd_mgmt.py)."""
+(core/nfd_mgmt.py). Apps have no authentication: a face bound beyond loopback needs its
+allow-lists (the sources that may connect, the prefixes apps may publish and register
+under: core/allowlist.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from typing import Any
 
 from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
 from pubmote.core.admission import Admission, source_of
+from pubmote.core.allowlist import AllowList
+from pubmote.core.allowlist import exposed_problem as _exposed
 from pubmote.core.limits import LimitHits, Limits
 from pubmote.faces import unixpath
+from pubmote_wire import name as ndn_name
 from pubmote_wire import tlv
 from pubmote_wire.errors import DecodeError
 
@@ -24,6 +29,20 @@ OUT_LIMIT_BYTES = 1 << 20
 
 PacketHandler = Callable[[Any, bytes], None]
 FaceHandler = Callable[[Any], None]
+
+
+def exposed_problem(url: str, sources: list[str], prefixes: list[str]) -> str | None:
+    """Why the NDN face at url may not be bound with these allow-lists (None if it may):
+    beyond loopback it needs both ndn_allow_from and ndn_allow_prefixes."""
+    if not url.startswith("tcp://"):
+        return None  # a unix socket (this host only), or a URL its own check refuses
+    try:
+        host, _ = parse_tcp_url(url)
+    except AddressError:
+        return None
+    return _exposed("the NDN face", url, host, sources, prefixes,
+                    ("ndn_allow_from", "ndn_allow_prefixes"),
+                    "name prefixes apps may publish and register under, e.g. /myapp")
 
 
 class StreamDecoder:
@@ -62,8 +81,10 @@ class NdnAppFace(asyncio.Protocol):
     kind = "ndn"
 
     def __init__(self, face_id: int, on_packet: PacketHandler, on_state: FaceHandler,
-                 admission: Admission | None = None) -> None:
+                 admission: Admission | None = None, allow: AllowList | None = None) -> None:
         self.face_id = face_id
+        # the listener's allow-lists; the hub asks name_allowed for notifies and registers
+        self.allow = allow if allow is not None else AllowList()
         self.label = "ndn:%d" % face_id
         self.on_packet = on_packet
         self.on_state = on_state
@@ -75,10 +96,18 @@ class NdnAppFace(asyncio.Protocol):
         self._admission = admission
         self._source: str | None = None
         self._admitted = False
+        self._refused = False
         self.counters = {"rx_packets": 0, "tx_packets": 0, "tx_dropped": 0, "bad_streams": 0,
                          "opens": 1, "rx_errors": 0}
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        if not self.allow.source_ok(peer):
+            self.allow.say(log, self.allow.refused_source, "NDN face: closed a connection "
+                           "from %s, outside ndn_allow_from", peer[0])
+            self._refused = True
+            transport.abort()  # type: ignore[attr-defined]
+            return
         if self._admission is not None:
             self._source = source_of(transport.get_extra_info("peername"))
             if not self._admission.admit(self._source):
@@ -108,7 +137,18 @@ class NdnAppFace(asyncio.Protocol):
             if self._t is not None:
                 self._t.close()
 
+    def name_allowed(self, name: bytes, what: str) -> bool:
+        """Whether this app may publish or register under name (an NDN name); a refusal
+        is counted and logged."""
+        if self.allow.name_ok(name):
+            return True
+        self.allow.say(log, self.allow.refused_name, "%s: refused %s %s, outside "
+                       "ndn_allow_prefixes", self.label, what, ndn_name.to_uri(name))
+        return False
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._refused:
+            return
         if not self._admitted and self._admission is not None:
             return  # refused: it never came up
         if self._admitted and self._admission is not None:
@@ -143,9 +183,10 @@ class NdnFaceServer:
 
     def __init__(self, url: str, new_face_id: Callable[[], int], on_packet: PacketHandler,
                  on_state: FaceHandler, *, limits: Limits | None = None,
-                 hits: LimitHits | None = None) -> None:
+                 hits: LimitHits | None = None, allow: AllowList | None = None) -> None:
         lim = limits if limits is not None else Limits()
         self.url = url
+        self.allow = allow if allow is not None else AllowList()
         self.new_face_id = new_face_id
         self.on_packet = on_packet
         self.on_state = on_state
@@ -161,7 +202,8 @@ class NdnFaceServer:
         self._ident: tuple[int, int] | None = None
 
     def _factory(self) -> asyncio.Protocol:
-        return NdnAppFace(self.new_face_id(), self.on_packet, self._state, self.admission)
+        return NdnAppFace(self.new_face_id(), self.on_packet, self._state, self.admission,
+                          self.allow)
 
     def _state(self, face: NdnAppFace) -> None:
         if face.up:
@@ -187,8 +229,15 @@ class NdnFaceServer:
                 host, port = parse_tcp_url(self.url)
             except AddressError as e:
                 raise ValueError("--ndn-face %s: %s" % (self.url, e)) from None
+            why = exposed_problem(self.url, [str(n) for n in self.allow.nets],
+                                  [ndn_name.to_uri(p) for p in self.allow.prefixes])
+            if why:
+                raise ValueError(why)
             log_exposure(log, "the NDN face", self.url, host,
-                         "NDN apps there register prefixes and publish unauthenticated")
+                         "NDN apps there are not authenticated; only %s may connect, and "
+                         "publish and register only under %s" % (
+                             ", ".join(str(n) for n in self.allow.nets),
+                             ", ".join(ndn_name.to_uri(p) for p in self.allow.prefixes)))
             self.server = await loop.create_server(self._factory, host, port,
                                                    reuse_address=True)
         else:

@@ -5,6 +5,8 @@
 buffer; what does not fit is dropped and counted, and the others are unaffected.
 --sp-sub: a SUB socket; PUB clients publish `<topic URI>|<payload>` into the bridge.
 URLs: tcp://HOST:PORT (IPv4 or [IPv6]) and ipc:///path (a unix socket, as nanomsg's ipc).
+SP has no authentication: a SUB endpoint bound beyond loopback needs its allow-lists (the
+sources that may connect, the topics they may publish into: core/allowlist.py).
 The filters and the SP-TCP bytes: docs/protocols/filters.md.
 """
 
@@ -19,6 +21,8 @@ from typing import Any
 
 from pubmote.core.addresses import AddressError, log_exposure, parse_tcp_url
 from pubmote.core.admission import Admission, source_of
+from pubmote.core.allowlist import AllowList
+from pubmote.core.allowlist import exposed_problem as _exposed
 from pubmote.core.hub import Hub, Message
 from pubmote.core.latency import LatencyHist
 from pubmote.core.limits import LimitHits, Limits
@@ -48,7 +52,22 @@ def parse_url(url: str) -> tuple[str, Any]:
         raise ValueError("SP URL %r: %s" % (url, e)) from None
 
 
-async def _serve(url: str, proto: int, factory: Any) -> asyncio.AbstractServer:
+def exposed_problem(url: str, sources: list[str], topics: list[str]) -> str | None:
+    """Why the SP SUB endpoint at url may not be bound with these allow-lists (None if it
+    may): beyond loopback it needs both sp_sub_allow_from and sp_sub_allow_topics."""
+    try:
+        kind, where = parse_url(url)
+    except ValueError:
+        return None  # said by the URL's own check
+    if kind != "tcp":
+        return None  # a unix socket: this host only
+    return _exposed("the SP SUB endpoint", url, where[0], sources, topics,
+                    ("sp_sub_allow_from", "sp_sub_allow_topics"),
+                    "topic prefixes they may publish into, e.g. /pubmote/demo/sim1/command")
+
+
+async def _serve(url: str, proto: int, factory: Any, allow: AllowList
+                 ) -> asyncio.AbstractServer:
     kind, where = parse_url(url)
     loop = asyncio.get_running_loop()
     if kind == "ipc":
@@ -60,7 +79,10 @@ async def _serve(url: str, proto: int, factory: Any) -> asyncio.AbstractServer:
     host, port = where
     log_exposure(log, "the SP %s endpoint" % ("PUB" if proto == sp.PUB else "SUB"), url, host,
                  "SP has no authentication: anyone there receives every relayed message"
-                 if proto == sp.PUB else "SP has no authentication: anyone there publishes")
+                 if proto == sp.PUB else "SP has no authentication; only %s may connect, and "
+                 "publish only into %s" % (
+                     ", ".join(str(n) for n in allow.nets),
+                     ", ".join(ndn_name.to_uri(p) for p in allow.prefixes)))
     return await loop.create_server(factory, host, port, reuse_address=True)
 
 
@@ -133,6 +155,12 @@ class SpConn(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         peer = transport.get_extra_info("peername")
         self._source = source_of(peer)
+        allow = self.ep.allow
+        if not allow.source_ok(peer):
+            allow.say(log, allow.refused_source, "SP %s: closed a connection from %s, "
+                      "outside sp_sub_allow_from", self.ep.url, peer[0])
+            transport.abort()
+            return
         if not self.ep.admission.admit(self._source):
             transport.abort()
             return
@@ -222,9 +250,11 @@ class SpEndpoint:
 
     def __init__(self, hub: Hub, url: str, proto: int,
                  buffer_bytes: int = PER_CLIENT_BUFFER, *, limits: Limits | None = None,
-                 hits: LimitHits | None = None) -> None:
+                 hits: LimitHits | None = None, allow: AllowList | None = None) -> None:
         lim = limits if limits is not None else Limits()
         self.hub = hub
+        # who may connect and publish where (SUB endpoints; empty lists admit everything)
+        self.allow = allow if allow is not None else AllowList()
         self.url = url
         self.proto = proto
         self.buffer_bytes = buffer_bytes
@@ -248,7 +278,12 @@ class SpEndpoint:
         self._confirm_due: asyncio.TimerHandle | None = None
 
     async def start(self) -> None:
-        self.server = await _serve(self.url, self.proto, lambda: SpConn(self))
+        if self.proto == sp.SUB:
+            why = exposed_problem(self.url, [str(n) for n in self.allow.nets],
+                                  [ndn_name.to_uri(p) for p in self.allow.prefixes])
+            if why:
+                raise ValueError(why)
+        self.server = await _serve(self.url, self.proto, lambda: SpConn(self), self.allow)
         kind, where = parse_url(self.url)
         if kind == "ipc":
             self._ipc = where, unixpath.identity(where)
@@ -351,6 +386,11 @@ class SpEndpoint:
                 log.warning("SP %s: dropped %d bad message(s) from %s, e.g. %r: %s; send "
                             "<topic URI>|<payload>, e.g. /pubmote/demo/sim1/command|hi",
                             self.url, conn.bad, conn.peer, bytes(body[:60]), why)
+            return
+        if not self.allow.name_ok(ndn_name.from_uri(canonical)):
+            self.allow.say(log, self.allow.refused_name, "SP %s: refused a message from %s "
+                           "on %s, outside sp_sub_allow_topics", self.url, conn.peer,
+                           canonical)
             return
         if self.hub.unsigned_refused(canonical.encode(), "SP message from %s on %s"
                                      % (conn.peer, canonical)):

@@ -10,6 +10,7 @@ import logging
 from typing import Any, Protocol
 
 from pubmote.core.addresses import DEFAULT_BAUD, log_exposure, parse_hostport, parse_serial
+from pubmote.core.allowlist import AllowList
 from pubmote.core.auth import BoardAuth, load_grants, load_keys
 from pubmote.core.hub import Hub
 from pubmote.core.journal import Journal
@@ -163,7 +164,9 @@ class Bridge:
         lim, hits = self.limits, self.hits
         for url in cfg["ndn_face"]:
             ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state,
-                                limits=lim, hits=hits)
+                                limits=lim, hits=hits,
+                                allow=AllowList(cfg["ndn_allow_from"],
+                                                cfg["ndn_allow_prefixes"]))
             await ndn.start()
             self.ndn.append(ndn)
         for url in cfg["sp_pub"]:
@@ -172,7 +175,9 @@ class Bridge:
             await ep.start()
             self.sp.append(ep)
         for url in cfg["sp_sub"]:
-            ep = SpEndpoint(self.hub, url, sp.SUB, limits=lim, hits=hits)
+            ep = SpEndpoint(self.hub, url, sp.SUB, limits=lim, hits=hits,
+                            allow=AllowList(cfg["sp_sub_allow_from"],
+                                            cfg["sp_sub_allow_topics"]))
             await ep.start()
             self.sp.append(ep)
         for spec in cfg["tcp"]:

@@ -31,8 +31,17 @@ KEYS: dict[str, tuple[Any, Any, str]] = {
     "board_links_require_encryption": (None, "bool", "refuse unencrypted board links"),
     "sp_pub": ([], "sp_url", "SP PUB endpoints to bind (none: no default one)"),
     "sp_sub": ([], "sp_url", "SP SUB endpoints to bind (none: no default one)"),
+    # SP and NDN apps have no authentication: bound beyond loopback, these listeners need
+    # both their lists (core/allowlist.py); on loopback the lists, when given, still apply
+    "sp_sub_allow_from": ([], "source_net", "addresses/networks that may connect to SP SUB"),
+    "sp_sub_allow_topics": ([], "ndn_name", "topic prefixes SP SUB publishers may publish "
+                            "into"),
     "sp_buffer_bytes": (1 << 20, ("int", 1), "bytes queued per SP subscriber"),
     "ndn_face": ([], "ndn_url", "NFD-compatible faces for NDN apps"),
+    "ndn_allow_from": ([], "source_net", "addresses/networks that may connect to the NDN "
+                       "face"),
+    "ndn_allow_prefixes": ([], "ndn_name", "name prefixes NDN apps may publish and register "
+                           "under"),
     "trace": (None, "trace_out", "a file every packet is recorded in (JSON lines)"),
     "keys": (None, "board_keys_in", "the boards' keys (JSON, `pubmote deploy --key-file`)"),
     # boards without a key (in `keys` or the simulated boards') may register by name;

@@ -67,8 +67,10 @@ def network_parts(bridge: Bridge) -> list[str]:
     part each, for the status line and the view."""
     parts = []
     for ndn in bridge.ndn:
-        parts.append("NDN %s: %d apps, %d refused, %d bad streams" % (
-            _where(ndn), len(ndn.faces), ndn.admission.refused,
+        parts.append("NDN %s: %d apps, %d refused, %d outside the allowed names, %d bad "
+                     "streams" % (
+            _where(ndn), len(ndn.faces), ndn.admission.refused + ndn.allow.refused_source,
+            ndn.allow.refused_name,
             ndn.bad_streams + sum(f.counters["bad_streams"] for f in ndn.faces.values())))
     mesh = bridge.mesh
     if mesh is not None and mesh.host is not None:
@@ -113,9 +115,12 @@ def status_line(bridge: Bridge) -> str:
                              ep.counters["writes"], ep.counters["dropped"],
                              ep.latency.summary()))
         else:
-            parts.append("SP SUB %s: %d clients, %d received, %d bad" % (
-                _where(ep), ep.clients(), ep.counters["received"],
-                ep.counters["bad_messages"] + ep.counters["bad_streams"]))
+            parts.append("SP SUB %s: %d clients, %d refused, %d received, %d bad, %d refused "
+                         "messages" % (
+                _where(ep), ep.clients(), ep.admission.refused + ep.allow.refused_source,
+                ep.counters["received"],
+                ep.counters["bad_messages"] + ep.counters["bad_streams"],
+                ep.counters["refused"] + ep.allow.refused_name))
     parts.extend(network_parts(bridge))
     if bridge.journal is not None:
         parts.append(bridge.journal.status_line())

@@ -125,10 +125,15 @@ class View:
                                _t(st.last_origin), "%.1f" % (now - st.last_time))
             except Exception:  # noqa: BLE001 - one row must not take the view down
                 self._row_failed(topics, "topics", 6)
-        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received, %d bad" % (
+        # refused: connections (caps, sp_sub_allow_from) and messages (sp_sub_allow_topics,
+        # --require-signed)
+        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received, %d bad, %d "
+                            "refused" % (
             "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
             ep.counters["dropped"], ep.counters["received"],
-            ep.counters["bad_messages"] + ep.counters["bad_streams"]) for ep in bridge.sp)
+            ep.counters["bad_messages"] + ep.counters["bad_streams"],
+            ep.admission.refused + ep.allow.refused_source + ep.allow.refused_name
+            + ep.counters["refused"]) for ep in bridge.sp)
         c = hub.stats()
         foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
             c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])

@@ -116,6 +116,7 @@ WRONG: dict[str, list[str]] = {
     "port": ["70000", "-1", '"6881"'],
     "host": ['"no such host!"', '""', "5"],
     "hostport": ['"nocolon"', '"127.0.0.1:70000"', '""', "5"],
+    "source_net": ['"10.0.0.0/33"', '"nope"', '"999.1.1.1"', '""', "5"],
     "sp_url": ['"http://x:1"', '"tcp://127.0.0.1:70000"', '"ipc://"', "5"],
     "ndn_url": ['"http://x:1"', '"ipc:///tmp/x"', '"unix://"', "5"],
     "serial": ['"/dev/null"', '"/dev/ttyNOPE:abc"', "5"],
