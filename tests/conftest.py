@@ -7,6 +7,9 @@ for the whole suite spread, against over 7 min of Spark tests alone on one worke
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+
 import pytest
 
 PIPELINE_TIMEOUT_S = 600
@@ -44,3 +47,15 @@ def start_early(config: pytest.Config, items: list[pytest.Item]) -> None:
     for head, item in sorted(zip(heads, early, strict=True), key=lambda x: x[0]):
         rest.insert(min(head, len(rest)), item)
     items[:] = rest
+
+
+@pytest.fixture(autouse=True)
+def sigint_as_from_a_shell() -> Iterator[None]:
+    """Every test starts with SIGINT at Python's default, unblocked, in its worker: an
+    ignored or blocked SIGINT is inherited by every process a test starts (across exec),
+    and a test that Ctrl-Cs its command would find it deaf. Seen in loaded full runs: from
+    some point on, one worker's commands ignored SIGINT, while each test passed alone."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+    yield

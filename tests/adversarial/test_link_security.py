@@ -335,12 +335,16 @@ def test_udp_faces_refused_where_encryption_is_required(
         with socket.socket(type=socket.SOCK_DGRAM) as s:
             s.bind(("127.0.0.1", udp_port))  # refused before anything was bound
         # said explicitly: UDP boards beside TLS ones, in clear, and the log says so
+        # (its SP SUB endpoint, "exposed" too, given the allow-lists that then needs)
         async with tls_bridge(tmp_path, pair, [{}, udp_board], udp=["127.0.0.1:%d" % udp_port],
-                              board_links_require_encryption=False) as (bridge, _):
+                              board_links_require_encryption=False,
+                              sp_sub_allow_from=["127.0.0.1"],
+                              sp_sub_allow_topics=["/pubmote"]) as (bridge, _):
             await boards_registered(bridge, ["sim1", "sim2"])
             assert bridge.hub.board("sim2").face_kind == "udp"
 
     with caplog.at_level(logging.WARNING, logger="pubmote.bridge"):
         asyncio.run(run())
     assert any("UDP face" in r.getMessage() and "not encrypted" in r.getMessage()
-               and "no key needed" in r.getMessage() for r in caplog.records)
+               and "boards must sign their registration" in r.getMessage()
+               for r in caplog.records)

@@ -166,7 +166,7 @@ def _reading(m: bytes) -> dict[str, object]:
 
 
 def _command(t: Target, payload: bytes, sub: Sub, reply_prefix: bytes,
-             timeout_s: float = 60) -> bytes:
+             timeout_s: float = 180) -> bytes:
     pub = pynng.Pub0()
     pub.dial(t.sp_sub, block=False)
     try:

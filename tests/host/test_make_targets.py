@@ -230,13 +230,13 @@ def test_bench_recipe_runs_each_bench_tested_here() -> None:
 @pytest.mark.parametrize("bench", [pytest.param(b, marks=[pytest.mark.early] if b in (
     "pipeline/run.py", "pipeline/stream_lag.py", "gossip/run.py", "firmware/pico.py") else [])
     for b in sorted(BENCH_LINES)])
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1500)  # the Pico bench builds its own firmware (cold: minutes)
 def test_bench_quick(bench: str) -> None:
     """The bench's command from `make bench QUICK=1` runs and prints each of its lines."""
     command = bench_recipe_commands()[bench]
     p = subprocess.run(command, shell=True, cwd=ROOT, env=make_env(), stdin=subprocess.DEVNULL,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                       timeout=580)
+                       timeout=1440)
     out = succeeded(p)
     for line in BENCH_LINES[bench]:
         assert re.search(line, out), "bench/%s printed no line matching %r:\n%s" % (
@@ -484,7 +484,7 @@ def test_deploy_to_a_simulated_board(tmp_path: Path,
     # unregistered, at INFO (core/auth.py: not an attack)
     text = log_path.read_text()
     assert "rejected" not in text, text[-3000:]
-    assert all("unregistered" in x for x in text.splitlines() if " refused " in x), text
+    assert all("unregistered" in x for x in text.splitlines() if "refused notify" in x), text
 
 
 UF2_MAGIC = b"UF2\n\x57\x51\x5d\x9e"

@@ -84,7 +84,7 @@ async def topic_flood(tmp: Path, scale: float = 1) -> dict[str, Any]:
             pub.setblocking(False)
             await asyncio.get_running_loop().sock_sendall(pub, sp.header(sp.PUB) + flood)
             peers = await open_conns(port, ATTACKERS[1:2], 1, _batching_board("fakeb"))
-            await wait_until(lambda: hub.board("fakeb") is not None, 30, "the fake board")
+            await wait_until(lambda: hub.board("fakeb") is not None, 120, "the fake board")
             peers[0].write(frames)
             await wait_until(lambda: hub.counters["messages"] - start >= 2 * count,
                              30 * scale, "the %d flood messages (%d)"

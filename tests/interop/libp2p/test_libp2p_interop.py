@@ -280,12 +280,17 @@ def test_identify_push_both_ways(runner: LoopRunner, peer: tuple[str, PeerProces
             h.set_stream_handler("/pubmote/ours-late/1.0.0", echo_handler)
 
             async def pushed() -> bool:
-                res = await p.call("protocols", peer=str(h.peer_id))
+                try:
+                    res = await p.call("protocols", peer=str(h.peer_id))
+                except RuntimeError as e:  # py-libp2p: not in its peer store yet
+                    if "peer ID not found" in str(e):
+                        return False
+                    raise
                 return "/pubmote/ours-late/1.0.0" in res["protocols"]
 
             t0 = time.monotonic()
             while not await pushed():
-                assert time.monotonic() - t0 < 5, "identify push did not arrive"
+                assert time.monotonic() - t0 < 60, "identify push did not arrive"
                 await asyncio.sleep(0.1)
 
     runner.run(go())
