@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from attackers import genuine_served, run
 from scenarios import tables
 
 
+@pytest.mark.timeout(400)  # a flood and a board on 2 cores the rest of the suite keeps busy
 def test_unique_topics_keep_the_topic_table_bounded(tmp_path: Path) -> None:
     """10,000 unique topics: the per-topic table keeps the most recent max_topics,
     evictions counted, and the heap grows by about max_topics entries, not 10,000."""

@@ -144,7 +144,9 @@ def test_endpoints_say_so_when_reachable_from_other_hosts(
     async def run(host: str) -> None:
         cfg = load_config(None, {
             "sp_pub": ["tcp://%s:%d" % (host, free_port())],
-            "ndn_face": ["tcp://%s:%d" % (host, free_port())]})
+            "ndn_face": ["tcp://%s:%d" % (host, free_port())],
+            # beyond loopback an NDN face needs its allow-lists (docs/security.md)
+            "ndn_allow_from": ["127.0.0.1"], "ndn_allow_prefixes": ["/app"]})
         async with Bridge(cfg):
             pass
 
