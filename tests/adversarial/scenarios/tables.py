@@ -79,12 +79,15 @@ async def topic_flood(tmp: Path, scale: float = 1) -> dict[str, Any]:
             start = hub.counters["messages"]
             m.before()  # the attack's bytes are ours, not the bridge's
             mem.start()
+            # the batching board registers first: with the flood already queued, a loaded
+            # machine can take longer than the register timeout (10 s) to read its
+            # registration, and the bridge rightly closes a connection that named no board
+            peers = await open_conns(port, ATTACKERS[1:2], 1, _batching_board("fakeb"))
+            await wait_until(lambda: hub.board("fakeb") is not None, 120, "the fake board")
             pub = socket.create_connection(("127.0.0.1", port_of(bridge.cfg["sp_sub"][0])),
                                            source_address=(ATTACKERS[0], 0))
             pub.setblocking(False)
             await asyncio.get_running_loop().sock_sendall(pub, sp.header(sp.PUB) + flood)
-            peers = await open_conns(port, ATTACKERS[1:2], 1, _batching_board("fakeb"))
-            await wait_until(lambda: hub.board("fakeb") is not None, 120, "the fake board")
             peers[0].write(frames)
             await wait_until(lambda: hub.counters["messages"] - start >= 2 * count,
                              30 * scale, "the %d flood messages (%d)"
