@@ -45,9 +45,13 @@ FROZEN_SOURCES = (("shared/pubmote_wire", "pubmote_wire", ""),
 
 # An app frozen beside pubmote (build(apps=...)): its modules go to app/ in the staged
 # layout, and a manifest that includes pubmote's freezes them as top-level modules, as a
-# user's own manifest would (a frozen app's code stays in flash, not in the board's heap)
+# user's own manifest would (a frozen app's code stays in flash, not in the board's heap).
+# Every build, with apps or without, is given that manifest under one name: cmake keeps the
+# manifest's path it was configured with, so one name lets a build with apps and one
+# without share a build folder (the second only refreezes and relinks: seconds, not the
+# minutes of a cold build)
 APP_PLACE = "app"
-APP_MANIFEST_NAME = "firmware/manifest_app.py"
+APP_MANIFEST_NAME = "firmware/manifest_build.py"
 
 
 def frozen_files(apps: Sequence[Path] = ()) -> list[tuple[str, Path]]:
@@ -64,7 +68,7 @@ def frozen_files(apps: Sequence[Path] = ()) -> list[tuple[str, Path]]:
 
 
 def app_manifest(apps: Sequence[Path]) -> str:
-    """The manifest that freezes pubmote and the app modules."""
+    """The manifest every build is given: pubmote's, and the app modules if any."""
     lines = ["# pubmote's manifest and an app's modules (fwbuild.build(apps=...))",
              'include("manifest.py")']
     lines += ['module("%s", base_path="../%s")' % (f.name, APP_PLACE) for f in apps]
@@ -72,16 +76,16 @@ def app_manifest(apps: Sequence[Path]) -> str:
 
 
 def stage_sources(dest: Path, apps: Sequence[Path] = ()) -> Path:
-    """Copy the manifest and its sources into dest in the checkout layout; return the
-    manifest's path there (with apps, the manifest that adds them)."""
+    """Copy the manifest and its sources into dest in the checkout layout; return the path
+    of the manifest to build with (pubmote's, and the app modules if any)."""
     shutil.rmtree(dest, ignore_errors=True)
     for place, f in frozen_files(apps):
         (dest / place).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, dest / place)
-    if not apps:
-        return dest / MANIFEST_NAME
     (dest / APP_MANIFEST_NAME).write_text(app_manifest(apps))
     return dest / APP_MANIFEST_NAME
+
+
 DEB_TOOLCHAIN = "gcc-arm-none-eabi libnewlib-arm-none-eabi cmake build-essential"
 # board -> MicroPython port, BOARD= name, and what a build needs besides the tree
 BOARDS: dict[str, tuple[str, str]] = {
@@ -350,14 +354,13 @@ def _build_once(board: str, tree: Path, port_dir: Path, mp_board: str, key: str,
         env = dict(os.environ, GIT_CEILING_DIRECTORIES=str(tree.parent.parent))
         _run(["make", "-j", jobs, "-C", str(tree / "mpy-cross")], log, progress,
              "building mpy-cross", env=env)
-        # the build folder depends on the tree, the manifest and the python3 cmake finds:
-        # cmake keeps the paths it was configured with, so another tree, a build with apps
-        # (another manifest) or another python3 on PATH (a venv since removed) gets another
-        # folder
-        configured = "%s|%s" % (tree, shutil.which("python3") or "")
-        obj = CACHE / ("obj-%s-%s%s" % (board, hashlib.sha256(configured.encode()).hexdigest()[:8],
-                                        "-apps" if apps else ""))
+        # the build folder depends on the paths cmake is configured with and keeps (the
+        # port's Makefile configures a folder once): another tree, another python3 on PATH
+        # (a venv since removed) or another manifest path gets another folder; the
+        # manifest's path is the same with apps or without (APP_MANIFEST_NAME)
         manifest = stage_sources(CACHE / "sources", apps)
+        configured = "%s|%s|%s" % (tree, shutil.which("python3") or "", manifest)
+        obj = CACHE / ("obj-%s-%s" % (board, hashlib.sha256(configured.encode()).hexdigest()[:8]))
         cmake_args = "-DMICROPY_FROZEN_MANIFEST=%s" % manifest
         if port == "rp2":
             # no picotool: pico-sdk 2.x would build it (or clone it) only to write the UF2

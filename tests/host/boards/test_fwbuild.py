@@ -120,8 +120,10 @@ def test_an_app_is_frozen_by_its_own_manifest(tmp_path: Path) -> None:
     text = manifest.read_text()
     assert 'include("manifest.py")' in text
     assert 'module("my_app.py", base_path="../app")' in text
+    # without apps: the same manifest name (cmake's build folder is shared), only pubmote's
     plain = fwbuild.stage_sources(tmp_path / "plain")
-    assert plain == tmp_path / "plain" / fwbuild.MANIFEST_NAME
+    assert plain == tmp_path / "plain" / fwbuild.APP_MANIFEST_NAME
+    assert "module(" not in plain.read_text() and 'include("manifest.py")' in plain.read_text()
     assert not (tmp_path / "plain" / "app").exists()
     key = fwbuild.inputs_key("pico", "tree", "gcc")
     with_app = fwbuild.inputs_key("pico", "tree", "gcc", [app])
