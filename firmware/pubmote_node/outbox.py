@@ -42,8 +42,15 @@ class Outbox:
             from .outlog import OutLog
 
             node.counters["outbox_log_failed"] = 0
-            self._log = OutLog(path)
-            for fields in self._log.replay():
+            log = OutLog(path)
+            try:
+                held = log.replay()
+            except OSError:  # no filesystem there: the board runs, its outbox in RAM
+                node.counters["outbox_log_failed"] += 1
+                held = ()
+                log = None
+            self._log = log
+            for fields in held:
                 topic = fields[0].decode()
                 self._room(len(topic) + len(fields[1]))
                 self._hold(topic, fields[1])

@@ -262,6 +262,16 @@ def test_the_outbox_over_the_log_starts_with_what_a_reboot_left():
     assert node.counters["outbox_dropped"] == 5
 
 
+def test_an_outbox_dir_that_cannot_be_made_leaves_the_outbox_in_ram():
+    from pubmote_node.outbox import Outbox
+
+    node = _Node({"outbox_dir": _fresh() + "/no/such/dir"})
+    ob = Outbox(node, None)
+    assert ob._log is None and node.counters["outbox_log_failed"] == 1
+    ob._hold("/t", _msg(0))
+    assert len(ob) == 1
+
+
 if __name__ == "__main__":
     import runner
 
