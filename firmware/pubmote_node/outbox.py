@@ -42,7 +42,8 @@ class Outbox:
             from .outlog import OutLog
 
             node.counters["outbox_log_failed"] = 0
-            log = OutLog(path)
+            # "{name}": boards that share a filesystem (simulated ones) each keep their own
+            log = OutLog(path.replace("{name}", node.name))
             try:
                 held = log.replay()
             except OSError:  # no filesystem there: the board runs, its outbox in RAM

@@ -220,6 +220,7 @@ class _Node:
     """What an Outbox uses of a Node."""
 
     def __init__(self, config):
+        self.name = "b1"
         self.config = config
         self.counters = {"soft_full": 0}
         self.session = _Session()
@@ -270,6 +271,17 @@ def test_an_outbox_dir_that_cannot_be_made_leaves_the_outbox_in_ram():
     assert ob._log is None and node.counters["outbox_log_failed"] == 1
     ob._hold("/t", _msg(0))
     assert len(ob) == 1
+
+
+
+def test_name_in_the_outbox_dir_is_the_boards():
+    from pubmote_node.outbox import Outbox
+
+    d = _fresh()
+    os.mkdir(d)
+    node = _Node({"outbox_dir": d + "/{name}"})
+    Outbox(node, None)
+    assert os.listdir(d) == ["b1"] and node.counters["outbox_log_failed"] == 0
 
 
 if __name__ == "__main__":
