@@ -27,7 +27,8 @@ class Node:
     config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
     "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True,
-    "outbox_len": 64, "outbox_bytes": 4096}.
+    "outbox_len": 64, "outbox_bytes": 4096, "outbox_dir": None (a directory: the outbox
+    kept on the filesystem, outlog.py)}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     Its parts: port (the link's frames), exchange (Interests awaiting Data) and session
     (the bridge's registration: connected, gateway).
@@ -69,6 +70,10 @@ class Node:
         self._subscriber = None  # made at the first notify (subscriber.py)
         self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._outbox = None  # made at the first publish(..., wait=False) (outbox.py)
+        if config.get("outbox_dir"):  # the durable outbox: what a reboot left, queued again
+            from .outbox import Outbox
+
+            self._outbox = Outbox(self, self._publish_now)
 
     @property
     def connected(self):
@@ -227,6 +232,8 @@ class Node:
     def run(self):
         """Keep the link up forever: open, register, keep alive, reopen on any fault. (The
         session's own coroutine: no frame of this one held on the heap while it runs.)"""
+        if self._outbox is not None:
+            self._outbox.kick()
         return self.session.run()
 
     # ---- packets in -------------------------------------------------------------------
