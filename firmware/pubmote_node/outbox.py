@@ -20,7 +20,8 @@ _TRIES = const(3)
 
 class Outbox:
     """put() queues a message and returns at once; the drain task publishes them in order
-    through send(topic, payload) (the node's waited publish: True once acked)."""
+    through send(topic, payload, stamp) (the node's waited publish: True once acked; stamp
+    the ticks of the app's publish, so a message keeps the time it was taken)."""
 
     def __init__(self, node, send):
         self._node = node
@@ -31,6 +32,7 @@ class Outbox:
         # topic, payload, topic, payload, ... (a flat list: no tuple per message). A topic
         # equal to the one before is stored as that object: a sensor's readings share one
         self._q = []
+        self._stamps = []  # each message's publish ticks, beside _q
         self._bytes = 0
         self._popped = 0  # messages taken off the head: tells the drain its own went
         self._draining = False
@@ -38,7 +40,7 @@ class Outbox:
     def __len__(self):
         return len(self._q) // 2
 
-    def put(self, topic, payload):
+    def put(self, topic, payload, stamp):
         q = self._q
         cfg = self._node.config
         size = len(topic) + len(payload)
@@ -53,6 +55,7 @@ class Outbox:
             self._node.counters["outbox_dropped"] += 1
         q.append(topic)
         q.append(payload)
+        self._stamps.append(stamp)
         self._bytes += size
         if not self._draining:
             self._draining = True
@@ -63,6 +66,7 @@ class Outbox:
         self._bytes -= len(q[0]) + len(q[1])
         q.pop(0)
         q.pop(0)
+        self._stamps.pop(0)
         self._popped += 1
 
     async def _drain(self):
@@ -79,7 +83,7 @@ class Outbox:
                 popped = self._popped
                 full = counters["soft_full"]
                 try:
-                    ok = await self._send(q[0], q[1])
+                    ok = await self._send(q[0], q[1], self._stamps[0])
                 except ValueError:  # too big for one packet: it never will be sent
                     ok = None
                 # put() may have dropped it (full) while it was on its way: the head is
@@ -107,3 +111,4 @@ class Outbox:
             self._draining = False
             if not q:
                 self._q = []  # a list keeps its grown storage when emptied: let it go
+                self._stamps = []
