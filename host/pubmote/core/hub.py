@@ -341,9 +341,10 @@ class Hub(NotifyIntake, Delivery):
             except Exception:  # noqa: BLE001 - a broken hook must not break a registration
                 self._fault("hook_errors", "register hook")
         b.wake.set()
-        # the gateway's clock, for boards without one: their signed Interests carry
-        # SignatureTime; signed with the board's key so the board can trust it
-        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000),
+        # the gateway's clock, for boards without one: the taken-time of what they publish
+        # (docs/protocols/event-time.md) and their signed Interests' SignatureTime; signed
+        # with the board's key so the board can trust it
+        content = control.reply_content(ndn_name.to_uri(self.prefix), self.clock_ms(),
                                         b.batch)
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)

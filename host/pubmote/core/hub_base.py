@@ -216,6 +216,10 @@ class HubBase:
         queued and goes out with the next flush_relays."""
         self.intake_open = False
 
+    def clock_ms(self) -> int:
+        """The gateway's clock, ms since 1970: what boards set theirs from at registration."""
+        return int(time.time() * 1000)
+
     def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
         face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
 
