@@ -52,7 +52,7 @@ async def _offset_run(tmp: Path, batch: bool
     async with bridge_with_boards(tmp, 1, app="clock_app", period_ms=100, sp_pub=[url],
                                   journal=str(tmp / "journal"),
                                   extra={"batch": batch}) as bridge:
-        bridge.hub.clock_ms = lambda: int(time.time() * 1000) + OFFSET_MS  # type: ignore[method-assign]
+        bridge.hub.clock_ms = lambda: int(time.time() * 1000) + OFFSET_MS
         col = Collector(url, topic)
         try:
             await boards_registered(bridge, ["sim1"])
