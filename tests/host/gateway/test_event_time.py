@@ -20,6 +20,7 @@ import cbor2
 import pytest
 
 from e2e import Collector, boards_registered, bridge_with_boards, free_port
+from pubmote_wire import interest, name, notify
 
 TOLERANCE_MS = 50
 OFFSET_MS = -3_600_000  # the gateway's clock, an hour behind this host's
@@ -32,6 +33,23 @@ def truth_ms(t_ms: int) -> float:
     mono = time.monotonic() * 1000
     wall = time.time() * 1000
     return wall - ((int(mono) - t_ms) & TICKS_MASK) - (mono - int(mono))
+
+
+def test_ndn_python_repo_parser_skips_taken_time() -> None:
+    # the bridge's notifies to NDN apps carry TakenTime (0xF2, non-critical): PubSub's own
+    # NotifyAppParam parser reads the rest as before
+    from ndn.encoding import Name
+    from ndn_python_repo.utils.pubsub import NotifyAppParam
+
+    buf = bytearray(200)
+    n = notify.encode_notify_interest(buf, 0, name.from_uri("/t"), name.from_uri("/gw/gw1"),
+                                      b"\x01\x02\x03\x04",
+                                      taken=notify.taken_value(1_700_000_000_123))
+    i = interest.decode_interest(bytes(buf[:n]))
+    p = NotifyAppParam.parse(bytes(i.app_params or b""))
+    assert Name.to_str(p.publisher_prefix) == "/gw/gw1"
+    assert bytes(p.notify_nonce) == b"\x01\x02\x03\x04"
+    assert notify.taken_ms(notify.parse_notify_interest(bytes(buf[:n]))[4]) == 1_700_000_000_123
 
 
 def journal_records(d: Path) -> list[dict[str, Any]]:
