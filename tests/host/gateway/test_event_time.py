@@ -64,13 +64,13 @@ def _relayed(recs: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
     return [r for r in recs if r.get("outcome") == "relayed" and r.get("topic") == topic]
 
 
-async def _offset_run(tmp: Path, batch: bool
+async def _offset_run(tmp: Path, form: str
                       ) -> tuple[list[bytes], list[dict[str, Any]], int]:
     url = "tcp://127.0.0.1:%d" % free_port()
     topic = b"/test/sim1/clock|"
     async with bridge_with_boards(tmp, 1, app="clock_app", period_ms=100, sp_pub=[url],
-                                  journal=str(tmp / "journal"),
-                                  extra={"batch": batch}) as bridge:
+                                  journal=str(tmp / "journal"), sim_keys=form == "keyed",
+                                  extra={"batch": form == "timed-batches"}) as bridge:
         col = Collector(url, topic)
         try:
             await boards_registered(bridge, ["sim1"])
@@ -82,14 +82,16 @@ async def _offset_run(tmp: Path, batch: bool
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("batch", [True, False], ids=["timed-batches", "notifies"])
-def test_taken_time_is_the_gateways_clock_within_50ms(tmp_path: Path, batch: bool,
+@pytest.mark.parametrize("form", ["timed-batches", "notifies", "keyed"])
+def test_taken_time_is_the_gateways_clock_within_50ms(tmp_path: Path, form: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    # the gateway's clock an hour behind from the start, before any board registers
+    # the gateway's clock an hour behind from the start, before any board registers. A
+    # keyed board (HmacWithSha256 notifies) takes it from replies signed with its key
     monkeypatch.setattr(HubBase, "clock_ms", lambda _self: int(time.time() * 1000) + OFFSET_MS)
-    lines, recs, batched = asyncio.run(_offset_run(tmp_path, batch))
+    lines, recs, batched = asyncio.run(_offset_run(tmp_path, form))
     assert len(recs) >= 30, recs[:3]
-    assert (batched > 0) == batch  # timed BATCH records, or NDN notifies with TakenTime
+    # timed BATCH records, or NDN notifies with TakenTime
+    assert (batched > 0) == (form == "timed-batches")
     # every reading has the gateway's time, also the first ones, taken before the board
     # first registered: the outbox sends nothing before that, and a reading's time is
     # worked out from its stamp when it is sent
