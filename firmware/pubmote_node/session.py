@@ -141,16 +141,16 @@ class Session:
         node.counters["registrations"] += 1
         _, d, pkt = p
         try:
-            self.gateway, gw_ms, taken = control.decode_reply(d.content)
+            self.gateway, gw_ms, form = control.decode_reply(d.content)
             # link batches when both sides take them (docs/protocols/link-batch.md); a
             # batcher keeps the record form (with or without taken-times) it began with
             b = self.batch
-            if batches and taken:
+            if batches and form:
                 if b is None:
                     from .batch_link import Batcher
 
-                    b = self.batch = Batcher(node, taken >= 2)
-                b.on = taken >= 2 or not b.timed
+                    b = self.batch = Batcher(node, form >= 2)
+                b.on = form >= 2 or not b.timed
             elif b is not None:
                 b.on = False
             if type(gw_ms) is int:
