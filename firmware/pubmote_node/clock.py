@@ -29,7 +29,9 @@ _DRIFT = const(10000)
 # a sample this far (ms) beyond both uncertainties means the gateway's clock stepped (or
 # the board moved to another gateway): it is taken at once
 _STEP_MS = const(1000)
-# older than this (ms of ticks, well inside ticks_diff's range), a sync is replaced
+# older than this (ms of ticks, well inside ticks_diff's range of 2**29), a sync is
+# replaced by the next sample, and moved on to now by the next reading of the clock: a
+# board cut off from its gateway for days keeps its time
 _MAX_AGE_MS = const(0x8000000)
 
 
@@ -71,11 +73,24 @@ class Clock:
         self._unc = unc
         self.synced = True
 
+    def _move_on(self):
+        # the sync point, once old, moved to now (its uncertainty grown by the drift), so
+        # ticks_diff against it never wraps however long the board goes without a sample
+        now = ticks_ms()
+        age = ticks_diff(now, self._ticks)
+        if age > _MAX_AGE_MS:
+            lo = self._lo + age
+            self._hi += lo >> 24
+            self._lo = lo & _LO
+            self._ticks = now
+            self._unc += age // _DRIFT
+
     def value(self, stamp):
         """The time of stamp as the 8 bytes of a NonNegativeInteger (a buffer of the
         clock's, valid until the next call), or None when not synced."""
         if not self.synced:
             return None
+        self._move_on()
         lo = self._lo + ticks_diff(stamp, self._ticks)
         hi = self._hi + (lo >> 24)
         lo &= _LO
@@ -95,4 +110,5 @@ class Clock:
         None when not synced."""
         if not self.synced:
             return None
+        self._move_on()
         return (self._hi << 24) + self._lo + ticks_diff(stamp, self._ticks)

@@ -1,9 +1,12 @@
 """The board's clock (firmware clock.py on CPython, with the ports' 2**30 ms ticks): the
 gateway's time at the registration's round-trip midpoint, carried by the ticks across their
 wrap; a surer sample (shorter round trip) kept over a later worse one until drift makes
-the old one worse, a stepped gateway clock taken at once; nothing before the first sync."""
+the old one worse, a stepped gateway clock taken at once; nothing before the first sync;
+days without a sample still tell the time."""
 
 from __future__ import annotations
+
+import pytest
 
 from pubmote_node.clock import Clock, ticks_add
 
@@ -67,3 +70,19 @@ def test_stepped_gateway_clock_taken_at_once() -> None:
     c.sync(GW, 0, 2)
     c.sync(GW + 60_000 + 100, 99, 301)  # a worse sample, but a minute off: a step
     assert _ms(c, 200) == GW + 60_100
+
+
+def test_days_without_a_sample_keep_the_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ticks wrap every 2**30 ms (12 days) and ticks_diff reads 2**29 at most: the clock
+    # moves its sync point on as it is read, so 10 days on it still tells the time
+    from pubmote_node import clock
+
+    now = [1000]
+    monkeypatch.setattr(clock, "ticks_ms", lambda: now[0])
+    c = Clock()
+    c.sync(GW, 1000, 1000)
+    day = 86_400_000
+    for d in range(1, 11):
+        now[0] = ticks_add(1000, d * day)
+        assert _ms(c, now[0]) == GW + d * day, d
+        assert _ms(c, ticks_add(now[0], -5000)) == GW + d * day - 5000
