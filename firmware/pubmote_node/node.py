@@ -11,6 +11,7 @@ from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 
+from .clock import ticks_ms
 from .face import MAX_PACKET, Exchange, Port
 from .session import Session
 
@@ -105,7 +106,10 @@ class Node:
         wait=False: return "queued" at once: the message is in the board's outbox
         (outbox.py), sent in order after those queued before it, tried again until the
         bridge acks it; a full outbox drops its oldest (counters["outbox_dropped"]).
+        Either way the message carries the time of this call by the board's clock (its
+        taken-time: docs/protocols/event-time.md), however late it is sent.
         """
+        stamp = ticks_ms()
         payload = as_bytes(payload)
         if not wait:
             ob = self._outbox
@@ -113,14 +117,21 @@ class Node:
                 from .outbox import Outbox
 
                 ob = self._outbox = Outbox(self, self._publish_now)
-            ob.put(topic, payload)
+            ob.put(topic, payload, stamp)
             return "queued"
-        return await self._publish_now(topic, payload)
+        return await self._publish_now(topic, payload, stamp)
 
-    async def _publish_now(self, topic, payload):
+    def time_ms(self):
+        """Now by the board's clock (the gateway's time, taken at registration): ms since
+        1970, or None until the board has registered once (a long int on a 32-bit board)."""
+        return self.session.clock.ms(ticks_ms())
+
+    async def _publish_now(self, topic, payload, stamp):
+        # stamp: ticks_ms() when the app published it, its taken-time once read by the clock
+        # (None: not known, which a timed batch cannot say; the notify then carries none)
         b = self.session.batch
-        if b is not None and b.on:
-            ok = await b.publish(topic, payload)
+        if b is not None and b.on and stamp is not None:
+            ok = await b.publish(topic, payload, stamp)
             if ok is not None:
                 return ok
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
@@ -144,13 +155,15 @@ class Node:
         # (one round trip instead of two); a bridge that does not know INLINE_MSG fetches
         inline = data if cfg.get("inline", True) and n <= _INLINE_MAX else None
         key = self._key
+        clock = self.session.clock
         try:
             for _ in range(cfg.get("retries", 3) + 1):
                 n = ex.encode(
                     notify.encode_notify_interest, topic_name, self.prefix, nonce,
                     lifetime_ms=self.timeout_ms, signer=self._signer,
                     sig_nonce=urandom(8) if key else None,
-                    sig_time_ms=self.session.now_ms() if key else None, inline=inline)
+                    sig_time_ms=self.session.now_ms() if key else None, inline=inline,
+                    taken=clock.value(stamp))
                 if await ex.express(n, self.timeout_ms) is not None:
                     self.counters["acked"] += 1
                     return True

@@ -138,14 +138,15 @@ def _fh_len(fh):
 def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
                  must_be_fresh=False, forwarding_hint=None, nonce=None, lifetime_ms=None,
                  hop_limit=None, app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
-                 sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None):
+                 sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None,
+                 fill_d=None):
     # The codec's Interest writer (encode_interest, and control.py's and notify.py's
     # packets, call it). Sizes by arithmetic, then fields written in place (buf None:
     # return the size only). The name is name + n2 + n3 (+ generic n4), see put_name, so
     # notify names need no concatenated copy. Keyword-only past the name: a call says what
     # each value is, and on MicroPython matching a keyword costs no allocation. With fill,
     # the ApplicationParameters are params_len bytes that fill(buf, off, fill_a, fill_b,
-    # fill_c) writes, so the notify parameters need no bytes object of their own. A nonce
+    # fill_c, fill_d) writes, so the notify parameters need no bytes object of their own. A nonce
     # of -1 is a random one.
     if fill is not None:
         al = params_len
@@ -204,7 +205,7 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
         a0 = p
         p += write_tl(buf, p, _APP_PARAMS, al)
         if fill is not None:
-            fill(buf, p, fill_a, fill_b, fill_c)
+            fill(buf, p, fill_a, fill_b, fill_c, fill_d)
         else:
             buf[p : p + al] = app_params
         p += al

@@ -1,6 +1,7 @@
 """Hub -> board: the hub as the NDN notify publisher. Each subscriber's queue is drained
-by one task, a few messages in flight; each is announced by a notify Interest, served
-when the board fetches it, and journaled as delivered, nacked or dropped."""
+by one task, a few messages in flight; each is announced by a notify Interest (with the
+publisher's TakenTime when it gave one), served when the board fetches it, and journaled
+as delivered, nacked or dropped."""
 
 from __future__ import annotations
 
@@ -38,10 +39,13 @@ class Delivery(HubBase):
             n = notify.encode_msg_data(buf, 0, self.prefix, topic, nonce, msg.payload,
                                        signer=SIGNER)
             self._serve[nonce] = bytes(buf[:n])
+            # the publisher's taken-time rides on in the notify (docs/protocols/event-time.md)
+            taken = notify.taken_value(msg.t_taken) if msg.t_taken is not None else None
             for _ in range(self.retries):
-                nb = bytearray(len(topic) + len(self.prefix) + OVERHEAD)
+                nb = bytearray(len(topic) + len(self.prefix) + OVERHEAD + 10)
                 n = notify.encode_notify_interest(nb, 0, topic, self.prefix, nonce,
-                                                  lifetime_ms=self.timeout_ms, signer=SIGNER)
+                                                  lifetime_ms=self.timeout_ms, signer=SIGNER,
+                                                  taken=taken)
                 nacked: list[bool] = []
                 if await self._express(bytes(nb[:n]), [b.face], nacked, owner=b.face) is not None:
                     b.counters["delivered"] += 1

@@ -28,7 +28,7 @@ from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
-from pubmote_wire.batch import BATCH
+from pubmote_wire.batch import BATCH, BATCH_T
 from pubmote_wire.data import DATA
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
@@ -89,7 +89,7 @@ class Hub(NotifyIntake, Delivery):
                 self.fwd.satisfy(bytes(d.name), pkt, face)
             elif typ == LP_PACKET:
                 self._on_lp(face, pkt)
-            elif typ == BATCH:
+            elif typ == BATCH or typ == BATCH_T:
                 self._on_batch(face, pkt)
             else:
                 raise DecodeError("not an NDN packet (type %d)" % typ)
@@ -159,7 +159,8 @@ class Hub(NotifyIntake, Delivery):
             self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
                                         bytes(fwd_hint) if fwd_hint is not None else None,
                                         ni.sig_time_ms,
-                                        bytes(inline) if inline is not None else None))
+                                        bytes(inline) if inline is not None else None,
+                                        notify.taken_ms(ni)))
             return
         # anything else is forwarded along the FIB (an app or board serving that prefix)
         hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
@@ -320,7 +321,7 @@ class Hub(NotifyIntake, Delivery):
             b.set_filters(filters)
         # link batches for a board that offers them, unsigned only: a keyed board's
         # messages keep their HMAC from end to end
-        b.batch = offers_batch and key is None and self.batch_link
+        b.batch = offers_batch if key is None and self.batch_link else 0
         b.registrations += 1
         b.last_seen = time.time()
         # its prefix and the named data it answers (python-ndn express_interest); a route
@@ -340,9 +341,10 @@ class Hub(NotifyIntake, Delivery):
             except Exception:  # noqa: BLE001 - a broken hook must not break a registration
                 self._fault("hook_errors", "register hook")
         b.wake.set()
-        # the gateway's clock, for boards without one: their signed Interests carry
-        # SignatureTime; signed with the board's key so the board can trust it
-        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000),
+        # the gateway's clock, for boards without one: the taken-time of what they publish
+        # (docs/protocols/event-time.md) and their signed Interests' SignatureTime; signed
+        # with the board's key so the board can trust it
+        content = control.reply_content(ndn_name.to_uri(self.prefix), self.clock_ms(),
                                         b.batch)
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)

@@ -216,6 +216,10 @@ class HubBase:
         queued and goes out with the next flush_relays."""
         self.intake_open = False
 
+    def clock_ms(self) -> int:
+        """The gateway's clock, ms since 1970: what boards set theirs from at registration."""
+        return int(time.time() * 1000)
+
     def _reply(self, face: HubFace, nm: bytes, content: bytes) -> None:
         face.send_packet(ndn_data.encode(nm, content, freshness_ms=0, signer=SIGNER))
 
@@ -233,12 +237,14 @@ class HubBase:
     def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
         """One journal record: msg relayed (egress None, with its payload), or what became
         of it at one egress (delivered/dropped/nacked). All records of one message share
-        its t_bridge, so the pipeline's event-time windows keep them together."""
+        its t_bridge, so the pipeline's event-time windows keep them together, and its
+        t_taken (the publisher's taken-time, None when it has no synced clock)."""
         j = self.journal
         if j is None:
             return
         rec: dict[str, Any] = {
             "t_board": msg.t_board, "t_bridge": round(msg.t_recv * 1000, 3),
+            "t_taken": msg.t_taken,
             "topic": msg.topic.decode(errors="replace"), "origin": msg.origin,
             "ingress": msg.ingress, "egress": egress, "size": len(msg.payload),
             "outcome": outcome}

@@ -25,7 +25,8 @@ class NotifyIntake(HubBase):
 
     async def _on_notify(self, face: HubFace, notify_name: bytes, topic: bytes,
                          publisher: bytes, nonce: bytes, fwd_hint: bytes | None = None,
-                         t_board: int | None = None, inline: bytes | None = None) -> None:
+                         t_board: int | None = None, inline: bytes | None = None,
+                         t_taken: int | None = None) -> None:
         key = publisher + b"\x00" + nonce
         if key in self._done:
             self._count_board(face, "duplicates")
@@ -54,7 +55,8 @@ class NotifyIntake(HubBase):
             while len(self._done) > 4096:
                 self._done.popitem(last=False)
             origin = face.board or ndn_name.to_uri(publisher)
-            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label, t_board)
+            msg = Message(ndn_name.to_uri(topic).encode(), payload, origin, face.label, t_board,
+                          t_taken=t_taken)
             self._count_board(face, "published")
             b = self.boards.get(face.board or "")
             if b is not None:
@@ -90,7 +92,7 @@ class NotifyIntake(HubBase):
         t_rx = getattr(face, "t_rx", None) or time.time()  # when the face read the batch
         uri = t_prev = None
         new = 0
-        for seq, topic, payload in records:
+        for seq, topic, payload, taken in records:
             key = prefix + seq.to_bytes(4, "big")
             if key in done:
                 b.counters["duplicates"] += 1
@@ -104,7 +106,7 @@ class NotifyIntake(HubBase):
                             uris.clear()
                         uri = uris[t] = ndn_name.to_uri(t).encode()
                 assert uri is not None
-                publish(Message(uri, bytes(payload), origin, label, None, t_rx))
+                publish(Message(uri, bytes(payload), origin, label, None, t_rx, taken))
                 done[key] = True
                 new += 1
         b.counters["published"] += new

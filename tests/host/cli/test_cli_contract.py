@@ -337,6 +337,7 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("sub",), "prefix"): "free",  # byte prefixes: any text is one
     (("sub",), "--json"): "flag",
     (("sub",), "--count"): "count",
+    (("sub",), "--late-ms"): "count0",
     (("pub",), "url"): "client_url",
     (("pub",), "topic"): "topic",
     (("pub",), "payload"): "payload",

@@ -215,6 +215,11 @@ def test_a_failing_filesystem_is_reported_and_the_log_carries_on():
 class _Session:
     connected = False  # the bridge away: the drain task waits, nothing leaves
 
+    def __init__(self):
+        from pubmote_node.clock import Clock
+
+        self.clock = Clock()
+
 
 class _Node:
     """What an Outbox uses of a Node."""
@@ -240,7 +245,7 @@ def test_the_outbox_over_the_log_starts_with_what_a_reboot_left():
 
     async def outage(ob, first, n):
         for i in range(first, first + n):
-            ob.put("/t", _msg(i))
+            ob.put("/t", _msg(i), 0)
         await asyncio.sleep(0)
 
     node = _Node(cfg)
@@ -263,13 +268,49 @@ def test_the_outbox_over_the_log_starts_with_what_a_reboot_left():
     assert node.counters["outbox_dropped"] == 5
 
 
+def test_a_reading_keeps_its_time_through_a_reboot():
+    # its record carries the time itself (ticks mean nothing after a reboot), made ticks
+    # again once the new boot's clock is synced; one taken before any sync has none
+    import asyncio
+
+    from pubmote_node.clock import ticks_ms
+    from pubmote_node.outbox import Outbox
+
+    d = _fresh()
+    gw = 1700000000000  # the gateway's clock, ms since 1970
+
+    async def publish(ob, i, stamp):
+        ob.put("/t", _msg(i), stamp)
+        await asyncio.sleep(0)
+
+    node = _Node({"outbox_dir": d})
+    ob = Outbox(node, None)
+    asyncio.run(publish(ob, 0, ticks_ms()))  # before the clock was synced
+    t = ticks_ms()
+    node.session.clock.sync(gw, t, t)
+    taken = node.session.clock.ms(t)
+    asyncio.run(publish(ob, 1, t))
+    node = _Node({"outbox_dir": d})
+    ob = Outbox(node, None)  # the reboot
+    assert _payloads(ob) == [_msg(0), _msg(1)]
+    assert ob._stamps[0] is None and len(ob._stamps[1]) == 8
+    clock = node.session.clock
+    assert clock.stamp_of(ob._stamps[1]) is None  # not synced yet
+    t2 = ticks_ms()
+    clock.sync(gw + 5000, t2, t2)  # the new boot registered, 5 s later by the gateway
+    assert clock.ms(clock.stamp_of(ob._stamps[1])) == taken
+    far = bytearray(clock.value(t2))
+    far[2] ^= 0x40  # some 2**46 ms away: no ticks reach it
+    assert clock.stamp_of(far) is None
+
+
 def test_an_outbox_dir_that_cannot_be_made_leaves_the_outbox_in_ram():
     from pubmote_node.outbox import Outbox
 
     node = _Node({"outbox_dir": _fresh() + "/no/such/dir"})
     ob = Outbox(node, None)
     assert ob._log is None and node.counters["outbox_log_failed"] == 1
-    ob._hold("/t", _msg(0))
+    ob._hold("/t", _msg(0), 0)
     assert len(ob) == 1
 
 
