@@ -24,8 +24,9 @@ import random
 import time
 from collections.abc import Awaitable
 
-from pubmote.p2p.errors import MeshError, NegotiationError, ProtocolError, StreamReset
-from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED, Host, PeerEvent, describe
+from pubmote.p2p.errors import MeshError, NegotiationError, ProtocolError, StreamReset, describe
+from pubmote.p2p.events import CONNECTED, DISCONNECTED, IDENTIFIED, PeerEvent
+from pubmote.p2p.host import Host
 from pubmote.p2p.identity import PeerId
 from pubmote.p2p.pubsub.config import (
     FLOODSUB,
