@@ -34,7 +34,7 @@ class Mutant(NamedTuple):
 
 
 MUTANTS = [
-    Mutant("M1 get_peers answers no peers", "host/pubmote/dht/node.py",
+    Mutant("M1 get_peers answers no peers", "host/pubmote/dht/server.py",
            'r[b"values"] = [krpc.compact_peer(p) for p in peers]', 'r[b"values"] = []',
            "tests/host/dht/test_dht_node.py::test_two_nodes_all_queries"),
     Mutant("M2 bridge ignores board filters", "host/pubmote/core/relay.py",
