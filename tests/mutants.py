@@ -68,7 +68,7 @@ MUTANTS = [
            "        return data[start:start + n]",
            "        return data[start:start + n].decode('latin-1')  # type: ignore",
            "tests/host/dht/test_dht_bencode.py::test_encode_and_decode_exact_bytes"),
-    Mutant("M9 malformed RPC stream closed, not reset", "host/pubmote/p2p/pubsub/router.py",
+    Mutant("M9 malformed RPC stream closed, not reset", "host/pubmote/p2p/pubsub/links.py",
            'log.info("gossipsub: closing stream from %s: %s", peer, e)\n'
            "                stream.reset()",
            'log.info("gossipsub: closing stream from %s: %s", peer, e)\n'

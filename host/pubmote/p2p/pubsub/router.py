@@ -24,8 +24,7 @@ import random
 import time
 from collections.abc import Awaitable
 
-from pubmote.p2p.errors import MeshError, NegotiationError, ProtocolError, StreamReset, describe
-from pubmote.p2p.events import CONNECTED, DISCONNECTED, IDENTIFIED, PeerEvent
+from pubmote.p2p.errors import ProtocolError
 from pubmote.p2p.host import Host
 from pubmote.p2p.identity import PeerId
 from pubmote.p2p.pubsub.config import (
@@ -40,6 +39,7 @@ from pubmote.p2p.pubsub.config import (
 from pubmote.p2p.pubsub.control import ControlHandler
 from pubmote.p2p.pubsub.gossip import Gossip
 from pubmote.p2p.pubsub.heartbeat import Heartbeat
+from pubmote.p2p.pubsub.links import PeerLinks
 from pubmote.p2p.pubsub.mesh import Mesh
 from pubmote.p2p.pubsub.messages import (
     ACCEPT,
@@ -57,7 +57,6 @@ from pubmote.p2p.pubsub.rpc import RPC, SIGN_PREFIX, Message, frame
 from pubmote.p2p.pubsub.scores import PeerScores
 from pubmote.p2p.pubsub.state import PeerState, SeenCache
 from pubmote.p2p.pubsub.validation import Validators
-from pubmote.p2p.yamux import Stream
 
 log = logging.getLogger("pubmote.p2p.pubsub")
 
@@ -69,11 +68,12 @@ __all__ = ["ACCEPT", "FLOODSUB", "IGNORE", "MESHSUB_10", "MESHSUB_11", "MESHSUB_
 class GossipSub:
     """A GossipSub router on `host`. Use `await start()`/`await stop()` or `async with`.
 
-    It keeps the streams, the subscriptions and their handlers, and takes each message
-    through the seen cache, signature check and validators to delivery; its parts, each
-    with its own state, do the rest: the peers and their queues (PeerTable), scores
-    (PeerScores), mesh and fanout (Mesh), gossip and the message cache (Gossip), control
-    messages (ControlHandler), the heartbeat (Heartbeat), validators (Validators)."""
+    It keeps the subscriptions and their handlers, and takes each message through the
+    seen cache, signature check and validators to delivery; its parts, each with its own
+    state, do the rest: the peers and their queues (PeerTable), their streams
+    (PeerLinks), scores (PeerScores), mesh and fanout (Mesh), gossip and the message
+    cache (Gossip), control messages (ControlHandler), the heartbeat (Heartbeat),
+    validators (Validators)."""
 
     def __init__(self, host: Host, config: GossipConfig | None = None) -> None:
         self.host = host
@@ -105,6 +105,10 @@ class GossipSub:
                                        gossip=self._gossip, scores=self._scores,
                                        clock=self._heartbeat_count, counters=n)
         self._validators = Validators(n)
+        self._links = PeerLinks(host=host, config=c, peers=self._peers, scores=self._scores,
+                                mesh=self._mesh, counters=n, hello=self._hello,
+                                on_rpc=self._handle_rpc, spawn=self._spawn,
+                                running=self._is_running)
         self._subs: dict[str, Handler] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._handler_tasks: set[asyncio.Task[None]] = set()
@@ -114,6 +118,14 @@ class GossipSub:
 
     def _heartbeat_count(self) -> int:
         return self._heartbeat.count
+
+    def _is_running(self) -> bool:
+        return self._running
+
+    def _hello(self) -> bytes | None:
+        if not self._subs:
+            return None
+        return frame(RPC(subscriptions=[(True, t) for t in self._subs]).encode())
 
     def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
@@ -127,24 +139,24 @@ class GossipSub:
             return
         self._running = True
         for proto in self.config.protocols:
-            self.host.set_stream_handler(proto, self._handle_stream)
-        self.host.add_event_handler(self._on_peer_event)
+            self.host.set_stream_handler(proto, self._links.handle_stream)
+        self.host.add_event_handler(self._links.on_peer_event)
         for peer in self.host.connected_peers():
-            self._add_peer(peer)
+            self._links.add_peer(peer)
         self._heartbeat_task = asyncio.ensure_future(self._heartbeat.run())
 
     async def stop(self) -> None:
         if not self._running:
             return
         self._running = False
-        self.host.remove_event_handler(self._on_peer_event)
+        self.host.remove_event_handler(self._links.on_peer_event)
         for proto in self.config.protocols:
             self.host.remove_stream_handler(proto)
         tasks: list[asyncio.Task[None]] = list(self._tasks) + list(self._handler_tasks)
         if self._heartbeat_task is not None:
             tasks.append(self._heartbeat_task)
         for ps in list(self._peers):
-            self._remove_peer(ps.peer_id, reset=True)
+            self._links.remove_peer(ps.peer_id, reset=True)
         for t in tasks:
             t.cancel()
         if tasks:
@@ -264,150 +276,6 @@ class GossipSub:
 
     def remove_validator(self, topic: str, *, prefix: bool = False) -> None:
         self._validators.remove(topic, prefix=prefix)
-
-    # -- peers ---------------------------------------------------------------------------
-    def _on_peer_event(self, ev: PeerEvent) -> None:
-        if not self._running:
-            return
-        if ev.kind == CONNECTED:
-            self._add_peer(ev.peer_id)
-        elif ev.kind == IDENTIFIED:
-            # A peer that added pubsub later (identify push), or whose first negotiation
-            # raced its own start-up.
-            ps = self._peers.get(ev.peer_id)
-            if ev.info is not None and any(p in ev.info.protocols
-                                           for p in self.config.protocols):
-                if ps is None:
-                    self._add_peer(ev.peer_id)
-                elif ps.writer is None or ps.writer.done():
-                    self._start_writer(ps)
-        elif ev.kind == DISCONNECTED:
-            if self.host.connection(ev.peer_id) is None:
-                self._remove_peer(ev.peer_id)
-
-    def _add_peer(self, peer: PeerId) -> PeerState:
-        ps = self._peers.get(peer)
-        if ps is not None:
-            return ps
-        ps = PeerState(peer)
-        if len(self._peers) >= self.config.max_peers:
-            log.info("gossipsub: peer limit reached; ignoring %s", peer)
-            ps.closed = True
-            return ps
-        self._peers.add(ps)
-        self._scores.record(peer)
-        self._start_writer(ps)
-        return ps
-
-    def _start_writer(self, ps: PeerState) -> None:
-        ps.writer = self._spawn(self._writer(ps))
-
-    def _remove_peer(self, peer: PeerId, *, reset: bool = False) -> None:
-        ps = self._peers.pop(peer)
-        if ps is None:
-            return
-        ps.closed = True
-        ps.wake.set()
-        if ps.writer is not None and not ps.writer.done():
-            ps.writer.cancel()
-        for st in (ps.inbound, ps.stream):
-            if st is not None and reset:
-                st.reset()
-        self._mesh.drop_peer(peer)
-        self._scores.left(peer)
-
-    # -- outbound ------------------------------------------------------------------------
-    def _hello(self) -> bytes:
-        return frame(RPC(subscriptions=[(True, t) for t in self._subs]).encode())
-
-    async def _writer(self, ps: PeerState) -> None:
-        """Open our stream to the peer (once), say hello, then drain its queue in batches."""
-        attempts = 0
-        while not ps.closed:
-            try:
-                st = await self.host.new_stream(ps.peer_id, list(self.config.protocols),
-                                                dial=False)
-            except NegotiationError:
-                if ps.inbound is None:
-                    # Not a pubsub peer; forget it until identify says otherwise.
-                    self._peers.pop(ps.peer_id)
-                    ps.closed = True
-                return
-            except (TimeoutError, MeshError, OSError) as e:
-                attempts += 1
-                if self.host.connection(ps.peer_id) is None or attempts > 3:
-                    log.debug("gossipsub: no stream to %s: %s", ps.peer_id, describe(e))
-                    self._remove_peer(ps.peer_id)
-                    return
-                await asyncio.sleep(0.5 * attempts)
-                continue
-            ps.stream = st
-            ps.protocol = st.protocol
-            try:
-                if self._subs:
-                    await st.write(self._hello())
-                attempts = 0
-                while not ps.closed:
-                    if not ps.queue:
-                        ps.wake.clear()
-                        await ps.wake.wait()
-                        continue
-                    batch: list[bytes] = []
-                    size = 0
-                    while ps.queue and size < self.config.max_write_batch_bytes:
-                        b = ps.queue.popleft()
-                        batch.append(b)
-                        size += len(b)
-                    await st.write(b"".join(batch) if len(batch) > 1 else batch[0])
-            except (StreamReset, MeshError, ConnectionError, OSError) as e:
-                attempts += 1
-                ps.stream = None
-                if self.host.connection(ps.peer_id) is None or attempts > 3:
-                    log.debug("gossipsub: stream to %s lost: %s", ps.peer_id, describe(e))
-                    self._remove_peer(ps.peer_id)
-                    return
-                await asyncio.sleep(0.5 * attempts)
-
-    # -- inbound -------------------------------------------------------------------------
-    async def _handle_stream(self, stream: Stream) -> None:
-        peer = stream.remote_peer
-        ps = self._peers.get(peer)
-        if ps is None:
-            ps = self._add_peer(peer)
-        if ps.closed:
-            stream.reset()
-            return
-        if ps.inbound is not None and ps.inbound is not stream:
-            ps.inbound.reset()  # one inbound stream per peer: the newest wins
-        ps.inbound = stream
-        ps.inbound_protocol = stream.protocol
-        if ps.writer is None or ps.writer.done():
-            self._start_writer(ps)
-        max_len = self.config.max_transmit_size
-        while True:
-            try:
-                data = await stream.read_lp(max_len)
-            except asyncio.IncompleteReadError as e:
-                if e.partial:
-                    log.debug("gossipsub: %s closed mid-RPC", peer)
-                return
-            except ProtocolError as e:
-                self.counters["malformed_rpcs"] += 1
-                self._scores.penalise_behaviour(peer, "oversized RPC")
-                log.info("gossipsub: closing stream from %s: %s", peer, e)
-                stream.reset()
-                return
-            try:
-                rpc = RPC.decode(data, max_size=max_len)
-            except ProtocolError as e:
-                self.counters["malformed_rpcs"] += 1
-                self._scores.penalise_behaviour(peer, "malformed RPC")
-                log.info("gossipsub: malformed RPC from %s: %s; closing the stream", peer, e)
-                stream.reset()
-                return
-            if ps.closed:
-                return
-            await self._handle_rpc(ps, rpc)
 
     async def _handle_rpc(self, ps: PeerState, rpc: RPC) -> None:
         peer = ps.peer_id
