@@ -162,7 +162,7 @@ class Hub:
                 sub.worker.cancel()
 
     def on_packet(self, face: HubFace, pkt: bytes) -> None:
-        if not self.intake_open:
+        if not self._gate.open:
             return  # the bridge is stopping: nothing new comes in, nothing more is acked
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
