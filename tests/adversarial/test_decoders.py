@@ -425,7 +425,7 @@ def test_hub_counts_failing_listeners_hooks_and_packets() -> None:
         async def failing() -> None:
             raise KeyError("a task's bug")
 
-        t = hub._spawn(failing())
+        t = hub._tasks.spawn(failing())
         with contextlib.suppress(KeyError):
             await t
         await asyncio.sleep(0)

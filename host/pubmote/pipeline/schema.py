@@ -2,7 +2,7 @@
 inference: a stream needs it, and a schema guessed from one file would change with the
 files). The fields are the journal records' own, `payload` decoded into `reading`.
 
-Records (one JSON line each; see host/pubmote/core/journal.py and core/hub_base.py):
+Records (one JSON line each; see host/pubmote/core/journal.py and core/records.py):
   outcome   relayed (one per message, with `payload` hex) | delivered | dropped |
             nacked (one per message and egress, with `egress` and `latency_ms`) |
             fetch_failed (a board announced a message the bridge could not fetch) |

@@ -20,7 +20,7 @@ import cbor2
 import pytest
 
 from e2e import Collector, boards_registered, bridge_with_boards, free_port
-from pubmote.core.hub_base import HubBase
+from pubmote.core.hub import Hub
 from pubmote_wire import interest, name, notify
 
 TOLERANCE_MS = 50
@@ -87,7 +87,7 @@ def test_taken_time_is_the_gateways_clock_within_50ms(tmp_path: Path, form: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # the gateway's clock an hour behind from the start, before any board registers. A
     # keyed board (HmacWithSha256 notifies) takes it from replies signed with its key
-    monkeypatch.setattr(HubBase, "clock_ms", lambda _self: int(time.time() * 1000) + OFFSET_MS)
+    monkeypatch.setattr(Hub, "clock_ms", lambda _self: int(time.time() * 1000) + OFFSET_MS)
     lines, recs, batched = asyncio.run(_offset_run(tmp_path, form))
     assert len(recs) >= 30, recs[:3]
     # timed BATCH records, or NDN notifies with TakenTime

@@ -167,7 +167,7 @@ class GatewayMesh:
 
     def _on_peer_event(self, ev: Any) -> None:
         """Peers joining and leaving, in the log (their number is in the status line)."""
-        from pubmote.p2p.host import CONNECTED, DISCONNECTED
+        from pubmote.p2p.events import CONNECTED, DISCONNECTED
 
         if ev.kind == CONNECTED:
             log.info("mesh: peer %s joined (%s, %s); %d peers", ev.peer_id,
