@@ -217,7 +217,8 @@ def bridge_server() -> Iterator[Server]:
     connected; at the end its summary line (SP writes, bridge-added latency) on stderr."""
     tcp, sp_port = free_port(), free_port()
     url = "tcp://127.0.0.1:%d" % sp_port
-    log = tempfile.TemporaryFile(mode="w+")  # the bridge's log: its summary line at exit
+    # the bridge's log: its summary line at exit, read and closed in the finally below
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
     bridge = subprocess.Popen([str(Path(sys.executable).parent / "pubmote"), "bridge",
                                "--no-view", "--tcp", "127.0.0.1:%d" % tcp, "--sp-pub", url,
                                # the virtual boards have no key

@@ -547,7 +547,7 @@ def replay(target):
                 fn(_read(path))
             except DecodeError:
                 raise AssertionError("DecodeError escaped the harness: " + path) from None
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any other exception fails, named
                 raise AssertionError("%s: %s %s" % (path, type(e).__name__, e)) from None
     finally:
         _unload(before)
