@@ -119,13 +119,14 @@ def check_toolchain() -> str:
         missing.append("newlib (libnewlib-arm-none-eabi)")
     if missing:
         raise BuildError("missing toolchain (%s); run: %s" % (", ".join(missing), install_line()))
-    out = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True)
+    out = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True,
+                         check=False)
     return out.stdout.splitlines()[0] if out.stdout else "arm-none-eabi-gcc"
 
 
 def _newlib_found() -> bool:
     p = subprocess.run(["arm-none-eabi-gcc", "-print-file-name=libc.a"], capture_output=True,
-                       text=True)
+                       text=True, check=False)
     return os.path.isabs(p.stdout.strip())
 
 
