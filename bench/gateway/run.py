@@ -177,8 +177,8 @@ def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
         before = counter.n
         sampler = None
         if spy is not None:
-            sampler = subprocess.Popen(spy + ["--pid", str(server_pid), "--duration",
-                                              str(max(1, int(seconds)))],
+            sampler = subprocess.Popen([*spy, "--pid", str(server_pid), "--duration",
+                                        str(max(1, int(seconds)))],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)  # py-spy attaches
         cpu0, sub0 = cpu_s(server_pid), time.process_time()
@@ -328,7 +328,7 @@ def main() -> int:
               median(ratios), len(ratios), ", ".join("%.2f" % x for x in ratios),
               node["rate"] / median([r["rate"] for r in mq]), cpu,
               cpu / max(1e-9, median([r["server_us_per_msg"] for r in mq]))))
-    lost = sum(r["lost"] for r in light + [light_paced, node])
+    lost = sum(r["lost"] for r in [*light, light_paced, node])
     if lost:
         print("  LOST: %d messages the bridge acked never reached the subscriber" % lost)
     return 1 if lost else 0

@@ -136,13 +136,14 @@ async def main() -> None:
     kind, host, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rate, seconds = float(sys.argv[5]), float(sys.argv[6])
     pubs = []
+    running: list[asyncio.Task[None]] = []
     if kind == "pubmote":
         # PUBMOTE_BENCH_BATCH=0: NDN notifies per message instead of link batches
         batches = os.environ.get("PUBMOTE_BENCH_BATCH", "1") != "0"
         nodes = [Node({"name": "v%d" % i, "link": "tcp", "timeout_ms": 5000, "batch": batches},
                       link=TcpLink(host, port)) for i in range(n)]
-        for node in nodes:
-            asyncio.create_task(node.run())
+        # held: the loop keeps only a weak reference to a task
+        running.extend(asyncio.create_task(node.run()) for node in nodes)
         deadline = time.monotonic() + 60
         while not all(node.connected for node in nodes):
             if time.monotonic() > deadline:

@@ -77,7 +77,7 @@ def _compact(figures: dict[str, Any]) -> dict[str, Any]:
 def worker(scale: float, flood_s: float) -> None:
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what the scenarios print goes to the log, not into the results
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # floods of sockets
     for line in sys.stdin:
         key = line.strip()

@@ -90,7 +90,7 @@ def worker(target: str, libfuzzer_args: list[str]) -> None:
     def one_input(data: bytes) -> None:
         fn(data)  # any exception, DecodeError included, is a crash: the harness catches it
 
-    atheris.Setup([sys.argv[0]] + libfuzzer_args, one_input)
+    atheris.Setup([sys.argv[0], *libfuzzer_args], one_input)
     atheris.Fuzz()
 
 
@@ -149,7 +149,7 @@ def seeds(target: str) -> dict[str, bytes]:
                     for k in (0, 7, 63)] + [_stream_seed(framing.encode(b"\x00" * 300), 5)],
         "sp": [_stream_seed(sp.header(sp.PUB) + b"".join(sp.encode_msg(p) for p in allp), 0x80 | k)
                for k in (0, 9)] + [_stream_seed(b"".join(sp_bytes[2:]), 3)],
-        "sp_header": sp_bytes + [sp.header(sp.SUB) + sp.encode_msg(b"abc")],
+        "sp_header": [*sp_bytes, sp.header(sp.SUB) + sp.encode_msg(b"abc")],
         "cbor": [cbor.dumps(x) for x in (
             {"t": "a/msg0", "b": b"hello", "n": [1, -2, 3.5, None, True, False]},
             [[[[{"k": [1]}]]]], 2**64 - 1, -(2**64), "\u00e9\u4e2d", {b"x": {"y": 1.0}})]
@@ -215,7 +215,7 @@ def run_target(target: str, seconds: int, log_dir: Path) -> dict[str, object]:
         "-artifact_prefix=%s/" % art,
         str(work),
     ]
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", target, "--"] + args
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", target, "--", *args]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, errors="replace",

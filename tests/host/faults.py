@@ -393,5 +393,5 @@ def _last_notify(trace: Path, face: str) -> bytes:
     raise AssertionError("no signed notify from sim1 in the trace")
 
 
-__all__ = ["APPS", "noisy_line", "resets_mid_publish", "slow_subscriber",
-           "flood_from_one_board", "auth_realm"]
+__all__ = ["APPS", "auth_realm", "flood_from_one_board", "noisy_line", "resets_mid_publish",
+           "slow_subscriber"]

@@ -86,8 +86,8 @@ def _flash_esp(port: str | None, firmware: str, chip: str, erase: bool,
         base += ["--connect-attempts", str(connect_attempts)]
     steps = []
     if erase:
-        steps.append(base + ["erase-flash"])
-    steps.append(base + ["--baud", "460800", "write-flash", "-z", OFFSETS[chip], firmware])
+        steps.append([*base, "erase-flash"])
+    steps.append([*base, "--baud", "460800", "write-flash", "-z", OFFSETS[chip], firmware])
     for cmd in steps:
         progress("$ " + " ".join(cmd[1:]))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

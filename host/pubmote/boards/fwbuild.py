@@ -320,7 +320,7 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
         _build_once(board, tree, port_dir, mp_board, key, cached, progress, apps)
     out.mkdir(parents=True, exist_ok=True)
     if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
-        for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
+        for f in (*OUTPUTS, "inputs.sha256"):  # inputs.sha256 last: it marks a whole copy
             tmp = out / (".%s.%d.tmp" % (f, os.getpid()))
             shutil.copy2(cached / f, tmp)
             os.replace(tmp, out / f)  # an emulator starting now reads the old or the new

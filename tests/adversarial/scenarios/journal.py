@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -39,7 +40,7 @@ class TimedCollector(Collector):
 
     def max_pause_s(self, since: float) -> float:
         t = [x for x in self.times if x >= since]
-        return max((b - a for a, b in zip(t, t[1:], strict=False)), default=0.0)
+        return max((b - a for a, b in itertools.pairwise(t)), default=0.0)
 
 
 def files_records(d: Path) -> list[dict[str, Any]]:

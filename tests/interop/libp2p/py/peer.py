@@ -362,7 +362,7 @@ async def bench_self(size_mb: int, ping_seconds: float) -> None:
     a, b = make_host(), make_host()
     la = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
     async with a.run(listen_addrs=la), b.run(listen_addrs=la):
-        baddr = [x for x in b.get_addrs() if "127.0.0.1" in str(x)][0]
+        baddr = next(x for x in b.get_addrs() if "127.0.0.1" in str(x))
         if "/p2p/" not in str(baddr):
             baddr = multiaddr.Multiaddr(str(baddr) + "/p2p/" + b.get_id().to_string())
         await a.connect(info_from_p2p_addr(baddr))
