@@ -156,40 +156,56 @@ async def gossip_cmd(c: str, cmd: dict) -> dict:
     if c == "gs_received":
         return {"messages": RECEIVED.get(topic, [])}
     if c == "gs_wait":
-        t0 = time.monotonic()
-        while (len(RECEIVED.get(topic, [])) < cmd["count"]
-               and time.monotonic() - t0 < cmd.get("timeout_ms", 5000) / 1000):
-            await trio.sleep(0.02)
-        return {"messages": RECEIVED.get(topic, [])}
+        return await wait_received(topic, cmd)
     if c == "gs_peers":
         router = GOSSIP["router"]
         return {"mesh": [p.to_base58() for p in router.mesh.get(topic, ())],
                 "subscribers": [p.to_base58() for p in pubsub.peer_topics.get(topic, ())],
                 "peers": [str(p) for p in pubsub.peers]}
     if c == "gs_bench_publish":
-        t0 = time.perf_counter()
-        late = 0
-        pad = bytes(max(0, cmd.get("size", 16) - _BENCH_HEAD.size))
-        for i in range(cmd["count"]):
-            due = t0 + i / cmd["rate"]
-            wait = due - time.perf_counter()
-            if wait > 0:
-                await trio.sleep(wait)
-            elif wait < -0.05:
-                late += 1
-            tag = cmd.get("epoch", 0) << 16 | cmd["index"]
-            await pubsub.publish(topic, _BENCH_HEAD.pack(tag, i, time.time()) + pad)
-        return {"ms": (time.perf_counter() - t0) * 1000, "late": late}
+        return await bench_publish(pubsub, topic, cmd)
     if c == "gs_bench_stats":
-        b = BENCH[topic]
-        st = epoch_stats(b, cmd["epoch"])
-        res = {"count": st["count"], "dups": st["dups"],
-               "lat": [] if cmd.get("brief") else st["lat"]}
-        if cmd.get("drop"):
-            for e in [e for e in b["epochs"] if e <= cmd["epoch"]]:
-                del b["epochs"][e]
-        return res
+        return bench_stats(topic, cmd)
     raise ValueError("unknown command %s" % c)
+
+
+async def wait_received(topic: str, cmd: dict) -> dict:
+    """gs_wait: until `count` messages on topic, or timeout_ms."""
+    t0 = time.monotonic()
+    while (len(RECEIVED.get(topic, [])) < cmd["count"]
+           and time.monotonic() - t0 < cmd.get("timeout_ms", 5000) / 1000):
+        await trio.sleep(0.02)
+    return {"messages": RECEIVED.get(topic, [])}
+
+
+async def bench_publish(pubsub, topic: str, cmd: dict) -> dict:
+    """gs_bench_publish: `count` messages at `rate` per second, each stamped with its
+    tag, index and send time; how long it took and how many left late."""
+    t0 = time.perf_counter()
+    late = 0
+    pad = bytes(max(0, cmd.get("size", 16) - _BENCH_HEAD.size))
+    for i in range(cmd["count"]):
+        due = t0 + i / cmd["rate"]
+        wait = due - time.perf_counter()
+        if wait > 0:
+            await trio.sleep(wait)
+        elif wait < -0.05:
+            late += 1
+        tag = cmd.get("epoch", 0) << 16 | cmd["index"]
+        await pubsub.publish(topic, _BENCH_HEAD.pack(tag, i, time.time()) + pad)
+    return {"ms": (time.perf_counter() - t0) * 1000, "late": late}
+
+
+def bench_stats(topic: str, cmd: dict) -> dict:
+    """gs_bench_stats: what arrived of an epoch (with drop: forget it and the earlier)."""
+    b = BENCH[topic]
+    st = epoch_stats(b, cmd["epoch"])
+    res = {"count": st["count"], "dups": st["dups"],
+           "lat": [] if cmd.get("brief") else st["lat"]}
+    if cmd.get("drop"):
+        for e in [e for e in b["epochs"] if e <= cmd["epoch"]]:
+            del b["epochs"][e]
+    return res
 
 
 def make_host():
