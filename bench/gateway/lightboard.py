@@ -62,7 +62,8 @@ class LightBoard:
                         f.set_result(None)
         elif pkt[0] == 0x06 and self.registered is not None and not self.registered.done():
             d = ndn_data.decode_data(bytes(pkt))
-            if bytes(d.name).startswith(control.REGISTER):
+            if d.name is not None and d.content is not None \
+                    and bytes(d.name).startswith(control.REGISTER):
                 self.registered.set_result(control.decode_reply(bytes(d.content))[2])
 
     async def publish(self, topic: str, payload: bytes) -> bool:

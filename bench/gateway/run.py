@@ -184,13 +184,14 @@ def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
         cpu0, sub0 = cpu_s(server_pid), time.process_time()
         gen.stdin.write("go\n")
         gen.stdin.flush()
-        r = json.loads(gen.stdout.readline())
+        line = gen.stdout.readline()
         cpu1, sub1 = cpu_s(server_pid), time.process_time()
         if sampler is not None:
             sampler.wait(30)
     finally:
         gen.kill()
         gen.wait()
+    r: dict[str, Any] = json.loads(line)
     got = counter.settle(before + r["acked"]) - before
     r.update(rate=r["acked"] / r["seconds"], lost=max(0, r["acked"] - got),
              server_us_per_msg=1e6 * (cpu1 - cpu0) / max(1, r["acked"]),

@@ -172,7 +172,10 @@ async def main() -> None:
     await asyncio.gather(*(_board(p, label, rate, seconds, lat, counts) for p, label in pubs))
     elapsed = time.monotonic() - t0
     lat.sort()
-    pick = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]) if lat else (lambda q: -1.0)
+
+    def pick(q: float) -> float:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else -1.0
+
     print(json.dumps({"acked": counts[0], "failed": counts[1], "seconds": elapsed,
                       "p50": pick(0.5), "p99": pick(0.99),
                       "cpu_s": time.process_time() - cpu0}), flush=True)
