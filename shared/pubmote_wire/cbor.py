@@ -250,6 +250,7 @@ def _ieee(bits, exp_bits, mant_bits):
 
 
 _NAN = float("nan")
+_SIMPLE = (False, True, None)
 
 
 def _nan64(buf, p):
@@ -344,9 +345,10 @@ def _dec(buf, off, end, depth):
         return v, p + arg - off
     if major == 4 or major == 5:
         return _dec_container(buf, p, end, depth, major, arg, off)
-    if major == 6:
-        raise DecodeError("CBOR tags not supported")
-    return _dec_simple(arg), 1
+    # major 7 with a small argument: false, true, null; major 6: a tag
+    if major == 7 and 20 <= arg <= 22:
+        return _SIMPLE[arg - 20], 1
+    raise DecodeError("CBOR tags not supported" if major == 6 else "unsupported simple value")
 
 
 # _dec's steps by kind of item: each returns the value (and its size where the item's
@@ -406,15 +408,6 @@ def _dec_container(buf, p, end, depth, major, count, off):
     return out, p - off
 
 
-def _dec_simple(arg):
-    # major 7 with a small argument
-    if arg == 20:
-        return False
-    if arg == 21:
-        return True
-    if arg == 22:
-        return None
-    raise DecodeError("unsupported simple value")
 
 
 def _has_nan(d):
