@@ -30,6 +30,7 @@ class _Node:
         self.batcher = None
         self._acks = bytearray(64)
         self.frames = 0
+        self._delivering = set()  # the ACKS in flight, held until delivered
 
     async def send(self, pkt, framer):
         while not self._free.is_set():
@@ -42,7 +43,7 @@ class _Node:
                 await asyncio.sleep(0)  # the write
                 k = batch.begin(self._acks, batch.ACKS, self.batcher.epoch)
                 k = batch.add_acks(self._acks, k, seqs)
-                asyncio.create_task(self._deliver(bytes(self._acks[0:k])))
+                self._delivering.add(asyncio.create_task(self._deliver(bytes(self._acks[0:k]))))
         finally:
             self._free.set()
 
@@ -60,6 +61,7 @@ class _Node:
 
     async def _deliver(self, pkt):
         await asyncio.sleep(0)
+        self._delivering.discard(asyncio.current_task())
         self.batcher.on_acks(pkt)
 
 

@@ -117,14 +117,7 @@ def decode_batch(pkt):
     epoch = _get32(pkt, 1)
     if epoch > SEQ_MASK:
         raise DecodeError("batch epoch out of range")
-    clock = None
-    if timed:
-        clock = (_get32(pkt, HEADER) << 32) | _get32(pkt, HEADER + 4)
-        hticks = _get32(pkt, HEADER + 8)
-        if clock == 0:
-            clock = None
-        if hticks > SEQ_MASK:
-            raise DecodeError("batch ticks out of range")
+    clock, hticks = _header_clock(pkt) if timed else (None, 0)
     k = TICKS if timed else 0
     out = []
     topic = None
@@ -162,6 +155,16 @@ def decode_batch(pkt):
     if not out:
         raise DecodeError("empty batch")
     return epoch, out
+
+
+def _header_clock(pkt):
+    # a timed frame's clock (ms since 1970; None: the board had no synced clock) and the
+    # board's ticks at that time
+    clock = (_get32(pkt, HEADER) << 32) | _get32(pkt, HEADER + 4)
+    hticks = _get32(pkt, HEADER + 8)
+    if hticks > SEQ_MASK:
+        raise DecodeError("batch ticks out of range")
+    return (clock if clock else None), hticks
 
 
 def add_acks(buf, off, seqs):

@@ -113,7 +113,7 @@ def test_a_large_backlog_is_compacted_in_child_processes(
     if os.access(bad / "journal-000000.jsonl", os.R_OK):  # root reads it anyway
         (bad / "journal-000000.jsonl").unlink()
         (bad / "journal-000000.jsonl").mkdir()  # a folder is unreadable for anyone
-    with pytest.raises(PipelineError, match="compacting the journal into .* failed: .+"):
+    with pytest.raises(PipelineError, match=r"compacting the journal into .* failed: .+"):
         backlog.prepare(bad)
 
 

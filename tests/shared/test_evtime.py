@@ -73,7 +73,7 @@ def test_notify_with_taken_time():
 
 def test_malformed_taken_time_refused():
     for hx in ("f203000000", "f200", "f20900000000000000000a"):  # not 1, 2, 4 or 8 bytes
-        w, params = _with_params(hx)
+        w, _ = _with_params(hx)
         assert raises(DecodeError, parse_notify_interest, w), hx
 
 

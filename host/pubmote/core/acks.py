@@ -58,7 +58,7 @@ class AckGate:
         for fn in self._flushers:
             try:
                 fn()
-            except Exception:  # noqa: BLE001 - one broken endpoint must not hold back acks
+            except Exception:  # one broken endpoint must not hold back acks
                 log.exception("flushing a relay failed")
         acks, self._acks = self._acks, []
         for face, pkt in acks:

@@ -109,13 +109,16 @@ class Hub:
                                     delivery=self._delivery, feed=self._feed,
                                     counters=self.counters, hits=self.hits,
                                     max_boards=lim.max_boards, queue_len=board_queue_len,
-                                    batch_link=batch_link, clock_ms=lambda: self.clock_ms())
+                                    batch_link=batch_link, clock_ms=self._clock)
 
     def _policy(self) -> BoardAuth | None:
         return self.auth
 
-    def attach(self, *, auth: BoardAuth | None | _Keep = KEEP,
-               journal: Journal | None | _Keep = KEEP, tracer: Any = KEEP) -> None:
+    def _clock(self) -> int:
+        return self.clock_ms()  # looked up at each call: the clock is the hub's to replace
+
+    def attach(self, *, auth: BoardAuth | _Keep | None = KEEP,
+               journal: Journal | _Keep | None = KEEP, tracer: Any = KEEP) -> None:
         """Give the hub the parts the bridge builds from its configuration: the board
         policy (`auth`), the message `journal` and the packet `tracer`. Each one named
         replaces the hub's (None takes it away); the others stay as they are."""
@@ -169,7 +172,7 @@ class Hub:
             self.tracer.record(face.label, "in", pkt)
         try:
             self._dispatch(face, pkt)
-        except Exception:  # noqa: BLE001 - nothing a peer sends may close another's face
+        except Exception:  # nothing a peer sends may close another's face
             n = self.counters["internal_errors"] = self.counters["internal_errors"] + 1
             if n & (n - 1) == 0:  # said, not flooded
                 log.exception("a packet from %s failed (%d so far)", face.label, n)

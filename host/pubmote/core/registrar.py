@@ -29,6 +29,8 @@ from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
 
 log = logging.getLogger("pubmote.hub")
+# a registration's board name, prefix, filters, served prefixes, batch form and boot id
+RegisterParams = tuple[str, bytes, list[bytes], list[bytes], int, int | None]
 
 # a board without a key that was heard this recently holds its name against registrations
 # from other connections (three of its keepalives, 3 s each by default)
@@ -66,25 +68,31 @@ class Registrar:
         with contextlib.suppress(ValueError):
             self._hooks.remove(fn)
 
+    def _params(self, face: HubFace, i: ndn_interest.Interest,
+                nm: bytes) -> RegisterParams | None:
+        """The registration's parameters, or None (nacked, counted and logged) when they
+        are malformed or name no valid board."""
+        try:
+            params = control.decode_register_params(bytes(i.app_params or b""))
+        except DecodeError as e:
+            why = "bad registration from %s: %s" % (face.label, e)
+        else:
+            problem = name_problem(params[0])
+            if problem is None:
+                return params
+            why = "registration from %s refused: board name %r: %s" % (
+                face.label, params[0][:80], problem)
+        self._counters["bad_packets"] += 1
+        log.warning("%s", why)
+        send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()), self._counters)
+        return None
+
     def on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
                      pkt: bytes) -> None:
-        try:
-            bname, prefix, filters, serves, offers_batch, boot = (
-                control.decode_register_params(bytes(i.app_params or b"")))
-        except DecodeError as e:
-            self._counters["bad_packets"] += 1
-            log.warning("bad registration from %s: %s", face.label, e)
-            send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()),
-                      self._counters)
+        params = self._params(face, i, nm)
+        if params is None:
             return
-        why = name_problem(bname)
-        if why is not None:
-            self._counters["bad_packets"] += 1
-            log.warning("registration from %s refused: board name %r: %s", face.label,
-                        bname[:80], why)
-            send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()),
-                      self._counters)
-            return
+        bname, prefix, filters, serves, offers_batch, boot = params
         auth = self._policy()
         key = auth.keys.get(bname) if auth is not None else None
         if key is not None and auth is not None and auth.interest_refusal(

@@ -72,13 +72,8 @@ class Relay:
         if not self._gate.open:
             self._counters["refused_stopping"] += 1
             return
-        if boards is None:
-            for hook in self._hooks:
-                try:
-                    if hook(msg):
-                        return
-                except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
-                    count_fault(self._counters, "hook_errors", "publish hook")
+        if boards is None and self._hooks and self._hooked(msg):
+            return
         self._counters["messages"] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("message %s from %s via %s (%d B)", msg.topic.decode(errors="replace"),
@@ -102,6 +97,20 @@ class Relay:
                 if b.filter.matches(line):
                     self.enqueue(b, msg)
             return
+        for b in self._subscribers().match(line):
+            self.enqueue(b, msg)
+
+    def _hooked(self, msg: Message) -> bool:
+        """Whether a publish hook took msg (it is relayed no further then)."""
+        for hook in self._hooks:
+            try:
+                if hook(msg):
+                    return True
+            except Exception:  # noqa: BLE001 - a broken hook must not stop the relay
+                count_fault(self._counters, "hook_errors", "publish hook")
+        return False
+
+    def _subscribers(self) -> FilterIndex:
         # every subscriber's filters, indexed; rebuilt when a subscriber or filter has
         # changed since (boards are removed only through reindex, app subscriptions are)
         index = self._index
@@ -110,8 +119,7 @@ class Relay:
             index = self._index = FilterIndex(itertools.chain(self._boards.values(),
                                                               self._app_subs.values()))
             self._index_key = key
-        for b in index.match(line):
-            self.enqueue(b, msg)
+        return index
 
     def deliver(self, board: str, msg: Message) -> bool:
         """Queue msg for one board (as any relayed message: a full queue drops its oldest,

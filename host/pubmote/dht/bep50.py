@@ -138,7 +138,7 @@ class TopicOverlay:
                 if reannounce and time.monotonic() - last_announce > REANNOUNCE_S:
                     await self.node.announce(self.target)
                     last_announce = time.monotonic()
-            except Exception:  # noqa: BLE001 - the next round tries again
+            except Exception:  # the next round tries again
                 self.counters["upkeep_failed"] += 1
                 log.debug("topic upkeep failed", exc_info=True)
 
@@ -249,7 +249,7 @@ class TopicOverlay:
         if self.on_update is not None:
             try:
                 self.on_update(item)
-            except Exception:  # noqa: BLE001 - a subscriber's bug must not stop forwarding
+            except Exception:  # a subscriber's bug must not stop forwarding
                 log.exception("topic update callback failed")
         return True
 

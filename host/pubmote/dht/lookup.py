@@ -58,10 +58,7 @@ async def lookup(query: Query, table: RoutingTable, own_id: bytes, target: bytes
     """
     res = LookupResult()
     qargs = dict(args or {})
-    if method == b"get_peers":
-        qargs[b"info_hash"] = target
-    else:
-        qargs[b"target"] = target
+    qargs[b"info_hash" if method == b"get_peers" else b"target"] = target
     t_int = int.from_bytes(target, "big")
     far = 1 << 161  # seeds whose id we do not know sort last
     cand: dict[Addr, int] = {}
@@ -109,27 +106,46 @@ async def lookup(query: Query, table: RoutingTable, own_id: bytes, target: bytes
                     if caddr not in cand and caddr not in asked and cid != own_id:
                         cand[caddr] = int.from_bytes(cid, "big") ^ t_int
             if method == b"get_peers":
-                vals = r.get(b"values")
-                if isinstance(vals, list):
-                    for p in vals[:MAX_VALUES_REPLY]:
-                        with contextlib.suppress(KrpcError, ValueError):
-                            if isinstance(p, bytes):
-                                peers[krpc.parse_peer(p)] = None
-            elif method == b"get" and key is not None and b"sig" in r:
-                try:
-                    item = bep44.item_from_fields(r, salt)
-                except KrpcError:
-                    continue  # a forged or broken item is not a lookup failure
-                if item.key == key and (res.item is None or item.seq > res.item.seq):
-                    res.item = item
-            elif method == b"get" and key is None and b"v" in r:
-                with contextlib.suppress(bencode.BencodeError):
-                    v = bencode.encode(r[b"v"])
-                    if bep44.immutable_target(v) == target:
-                        res.immutable = v
-        if len(cand) > MAX_SHORTLIST:  # keep the nearest; what was asked stays asked
-            for x in sorted(cand, key=lambda x: cand[x])[MAX_SHORTLIST:]:
-                del cand[x]
+                _take_peers(r, peers)
+            elif method == b"get":
+                _take_item(r, res, target, salt, key)
+        _trim(cand)
     res.nodes = sorted(answered.values(), key=lambda f: distance(f.id, target))[:k]
     res.peers = list(peers)[:MAX_PEERS_PER_HASH]
     return res
+
+
+def _take_peers(r: dict[bytes, Any], peers: dict[Addr, None]) -> None:
+    # a get_peers answer's values: compact peer addresses, the malformed ones skipped
+    vals = r.get(b"values")
+    if isinstance(vals, list):
+        for p in vals[:MAX_VALUES_REPLY]:
+            with contextlib.suppress(KrpcError, ValueError):
+                if isinstance(p, bytes):
+                    peers[krpc.parse_peer(p)] = None
+
+
+def _take_item(r: dict[bytes, Any], res: LookupResult, target: bytes, salt: bytes,
+               key: bytes | None) -> None:
+    # a get answer's item: with key, the newest mutable item whose signature holds;
+    # without, the immutable value whose hash is the target. A forged or broken item is
+    # not a lookup failure: it is passed over
+    if key is not None and b"sig" in r:
+        try:
+            item = bep44.item_from_fields(r, salt)
+        except KrpcError:
+            return
+        if item.key == key and (res.item is None or item.seq > res.item.seq):
+            res.item = item
+    elif key is None and b"v" in r:
+        with contextlib.suppress(bencode.BencodeError):
+            v = bencode.encode(r[b"v"])
+            if bep44.immutable_target(v) == target:
+                res.immutable = v
+
+
+def _trim(cand: dict[Addr, int]) -> None:
+    # keep the nearest MAX_SHORTLIST candidates; what was asked stays asked
+    if len(cand) > MAX_SHORTLIST:
+        for x in sorted(cand, key=lambda x: cand[x])[MAX_SHORTLIST:]:
+            del cand[x]

@@ -78,7 +78,7 @@ class DhtNode(asyncio.DatagramProtocol):
         self._pending_by_addr: dict[Addr, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         # queries answered, by method (only the six known names; the rest count as other)
-        self.methods_in: dict[str, int] = dict.fromkeys(_METHODS + ("other",), 0)
+        self.methods_in: dict[str, int] = dict.fromkeys((*_METHODS, "other"), 0)
         self.counters: dict[str, int] = {
             "rx_msgs": 0, "rx_bytes": 0, "tx_msgs": 0, "tx_bytes": 0, "queries_in": 0,
             "oversize": 0, "malformed": 0, "rate_limited": 0, "errors_sent": 0,
@@ -105,7 +105,7 @@ class DhtNode(asyncio.DatagramProtocol):
                 seeds = self.bootstrap_addrs if len(self.table) < K else []
                 await self.lookup(self.node_id, b"find_node", seeds=seeds)
                 await self.lookup(random_id(), b"find_node")
-            except Exception:  # noqa: BLE001 - upkeep must outlive any one failure
+            except Exception:  # upkeep must outlive any one failure
                 log.exception("routing table refresh failed")
 
     async def __aenter__(self) -> DhtNode:
@@ -148,7 +148,7 @@ class DhtNode(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr: Any) -> None:
         try:
             self._on_datagram(data, addr)
-        except Exception:  # noqa: BLE001 - nothing a peer sends may stop the node
+        except Exception:  # nothing a peer sends may stop the node
             self.counters["rx_failed"] += 1
             if self.counters["rx_failed"] % 1000 == 1:  # the first, then every 1000th
                 log.exception("datagram from %s failed (%d so far)", addr, self.counters["rx_failed"])
@@ -181,7 +181,7 @@ class DhtNode(asyncio.DatagramProtocol):
         self.methods_in[name if name in self.methods_in else "other"] += 1
         try:
             self._on_query(msg, src)
-        except Exception:  # noqa: BLE001 - a bug in one handler must not stop the node
+        except Exception:  # a bug in one handler must not stop the node
             c["handler_failed"] += 1
             log.exception("query handler failed")
             self._send_error(src, msg.tid, SERVER_ERROR, "server error", msg.topic)

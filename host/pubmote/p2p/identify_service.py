@@ -48,13 +48,14 @@ class IdentifyService:
         """Our listen addresses as peers can dial them: an unspecified address (0.0.0.0,
         ::) becomes the local address `conn` reached us on."""
         out: list[Multiaddr] = []
-        for a in self._listen_addrs():
+        for listen in self._listen_addrs():
+            a = listen
             name, ip = a.parts[0]
             if ip in ("0.0.0.0", "::"):
                 local = conn.local_addr if conn is not None else None
                 if local is None or local.parts[0][0] != name:
                     continue
-                a = Multiaddr([local.parts[0]] + a.parts[1:])
+                a = Multiaddr([local.parts[0], *a.parts[1:]])
             if a not in out:
                 out.append(a)
         return out

@@ -32,8 +32,8 @@ class PeerStore:
 
     def add_addrs(self, peer: PeerId, addrs: Sequence[Multiaddr]) -> None:
         known = self._addrs.pop(peer, [])
-        for a in addrs:
-            a = a.without_p2p()
+        for given in addrs:
+            a = given.without_p2p()
             if a not in known:
                 known.append(a)
         self._addrs[peer] = known[-16:]

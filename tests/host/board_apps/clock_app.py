@@ -13,9 +13,9 @@ async def main(node):
     topic = "/test/%s/clock" % node.name
     period_ms = cfg.get("period_ms", 100)
     wait = cfg.get("wait", False)
-    asyncio.create_task(node.run())
+    runner = asyncio.create_task(node.run())
     seq = 0
-    while True:
+    while not runner.done():
         payload = cbor.dumps({"seq": seq, "t_ms": time.ticks_ms()})
         await node.publish(topic, payload, wait=wait)
         seq += 1

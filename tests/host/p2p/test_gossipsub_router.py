@@ -5,6 +5,7 @@ validators, bounded queues, malformed RPCs, floodsub peers, fanout and IDONTWANT
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -160,7 +161,7 @@ def test_chain_relays_in_order_and_once() -> None:
         try:
             for n in nodes:
                 n.sub()
-            for a, b in zip(nodes, nodes[1:], strict=False):
+            for a, b in itertools.pairwise(nodes):
                 await link(a, b)
             await settle(lambda: all(n.gs.mesh_peers(T) for n in nodes))
             sent = [b"m%d" % i for i in range(50)]

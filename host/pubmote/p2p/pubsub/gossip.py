@@ -113,12 +113,12 @@ class Gossip:
                      and ps.is_gossip and score(p) >= c.gossip_threshold]
             if not cands:
                 continue
-            n = max(c.D_lazy, int(math.ceil(c.gossip_factor * len(cands))))
+            n = max(c.D_lazy, math.ceil(c.gossip_factor * len(cands)))
             chosen = self._rng.sample(cands, min(n, len(cands)))
-            if len(ids) > c.max_ihave_length:
-                ids = self._rng.sample(ids, c.max_ihave_length)
+            told = ids if len(ids) <= c.max_ihave_length else self._rng.sample(
+                ids, c.max_ihave_length)
             for p in chosen:
-                out.setdefault(p, []).append((topic, ids))
+                out.setdefault(p, []).append((topic, told))
                 self._counters["ihave_sent"] += 1
         return out
 
