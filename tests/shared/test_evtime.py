@@ -1,6 +1,7 @@
 # Tests of event time on the wire (docs/protocols/event-time.md): the notify's TakenTime
 # element, written from an int (the bridge) or its 8 bytes (a board), parsed back, absent
 # when the publisher has no synced clock, malformed ones refused.
+# unix-heap: 96k (it compiles interest.py and notify.py from source on a 64-bit heap)
 import pubmote_wire.interest as ii  # first: the largest module compiles on a clean heap
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.notify import (
