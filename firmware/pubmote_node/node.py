@@ -19,6 +19,8 @@ _SERVED_MAX = const(8)
 # directed messages travel as topics /pubmote/to/<address>; the bridge routes them (a
 # const: no module global, which would be heap on a board)
 _TO = const(b"/pubmote/to/")
+# the bridge's call to fetch an update: /pubmote/ctl/update/<v> (updater.py)
+_UPDATE = const(b"\x08\x07pubmote\x08\x03ctl\x08\x06update")
 
 
 class Node:
@@ -245,6 +247,11 @@ class Node:
             return
         if nm[: len(control.HELLO)] == control.HELLO:
             self.session.wake.set()
+            return
+        if nm[: len(_UPDATE)] == _UPDATE:
+            from .updater import start  # loaded only while an update runs
+
+            start(self, nm)
             return
         for prefix, handler in self._served:
             if name.is_prefix(prefix, nm):

@@ -15,6 +15,8 @@ from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child, end_process
 from pubmote.boards.profiles import load_profile
 
+REBOOT_STATUS = 75  # the unix port's machine.reset(): firmware/pubmote_node/appslot.py
+
 
 def micropython_exe() -> str:
     """The unix port: from the venv beside this Python, else PATH."""
@@ -71,6 +73,8 @@ class SimBoard:
         self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
         self.config_path = self.workdir / (name + ".json")
         self.log_path = self.workdir / (name + ".log")
+        # the board's own flash: its cwd, where an update's app folders and pointer go
+        self.flash_dir = self.workdir / (name + ".fs")
         self.config: dict[str, object] = {
             "name": name, "link": "pty", "path": str(self.cable.board_link), "app": app,
             "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
@@ -90,12 +94,13 @@ class SimBoard:
         if self.app_dir is not None:
             path.append(str(self.app_dir))
         env = dict(os.environ, MICROPYPATH=":".join(path), PUBMOTE_CONFIG=str(self.config_path))
+        self.flash_dir.mkdir(exist_ok=True)
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
                 [micropython_exe(), "-X", "heapsize=" + self.heap,
                  str(files.firmware_dir() / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, preexec_fn=detach_child)  # the workdir is its flash
+                cwd=self.flash_dir, preexec_fn=detach_child)
 
     def reset(self) -> None:
         """Power-cycle the board: kill its process and start it again on the same line."""
@@ -112,10 +117,19 @@ class SimBoard:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def rebooted(self) -> bool:
+        """Start the board again if its firmware asked for a reboot (machine.reset() on a
+        board; status REBOOT_STATUS here: after an update, or a rollback); True if so."""
+        if self.proc is None or self.proc.poll() != REBOOT_STATUS:
+            return False
+        self.proc = None
+        self.start()
+        return True
+
     def crashed(self) -> str | None:
         """The last error line of the log when the board's process has ended by itself
         (its app raised, or MicroPython died), else None."""
-        if self.proc is None or self.proc.poll() is None:
+        if self.proc is None or self.proc.poll() is None or self.rebooted():
             return None
         return last_error(self.log_path) or "exited with status %d" % self.proc.returncode
 

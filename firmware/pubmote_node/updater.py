@@ -1,0 +1,176 @@
+# The board's updater: fetch the update the bridge offers (its manifest, signed with this
+# board's key, then the files as NDN Data segments, each checked), write them to the staging
+# folder apps/<v>.tmp, check the whole against the manifest's SHA-256, then switch: the
+# folder renamed to apps/<v>, the pointer file renamed over (appslot.py), and a reboot into
+# the new app on trial. A power cut at any moment leaves the old pointer (the old app) or
+# the new one naming a whole folder. Imported at the bridge's call, let go when it fails.
+import asyncio
+import json
+import os
+
+from pubmote_wire import name
+from pubmote_wire.compat import const
+
+from . import appslot, upreport
+
+_TRIES = const(8)  # fetches of one packet before the update is given up
+_WINDOW = const(4)  # segments in flight at once
+_running = []
+
+
+def start(node, trigger):
+    """The bridge's trigger /pubmote/ctl/update/<v> arrived: run the update (once)."""
+    if _running:
+        return
+    comp = name.components(trigger)[-1]
+    ver = bytes(name.component_type_value(comp)[1]).decode()
+    _running.append(asyncio.create_task(_run(node, ver)))
+
+
+async def _run(node, ver):
+    try:
+        await _update(node, ver)
+    except Exception as e:  # noqa: BLE001 - the bridge hears why; the old app runs on
+        await upreport.send(node, ver, "failed", "%s: %s" % (type(e).__name__, e), 3)
+    _running.clear()
+    from . import forget
+
+    for m in ("pubmote_node.updater", "pubmote_node.upreport", "pubmote_node.appslot"):
+        forget(m)
+
+
+async def _update(node, ver):
+    key = node._key  # noqa: SLF001 - the board's key, kept by its node
+    if key is None:
+        raise ValueError("board has no key: the manifest cannot be checked")
+    p = await upreport.fetch(node, upreport.update_name(node, ver, "m"), _TRIES)
+    if p is None:
+        raise OSError("manifest not fetched")
+    from pubmote_wire.data import verify_data
+
+    d, pkt = p[1], p[2]
+    if not verify_data(d, pkt, key):
+        raise ValueError("manifest signature does not verify")
+    man = json.loads(bytes(d.content))
+    if man["v"] != ver:
+        raise ValueError("manifest is for another update")
+    for fname, _ in man["files"]:
+        if "/" in fname or fname in ("", ".", ".."):
+            raise ValueError("bad file name in the manifest")
+    ptr = appslot.read() or {"cur": "", "prev": ""}
+    if ver in (ptr.get("cur"), ptr.get("prev")):
+        raise ValueError("update %s is already on the board" % ver)
+    stage = appslot.APPS + "/" + ver + ".tmp"
+    _clean(ptr, stage)
+    from pubmote_wire.compat import sha256
+
+    h = sha256()
+    out = _Writer(stage, man["files"])
+    n = man["n"]
+    seg = man["seg"]
+    size = man["size"]
+    for first in range(0, n, _WINDOW):
+        idx = range(first, min(first + _WINDOW, n))
+        got = await asyncio.gather(*[_segment(node, ver, i) for i in idx])
+        for k in range(len(got)):
+            i, d = first + k, got[k]
+            want = min(seg, size - i * seg)
+            if d is None or d.content is None or len(d.content) != want:
+                raise OSError("segment %d not fetched whole" % i)
+            c = bytes(d.content)
+            h.update(c)
+            out.write(c)
+    out.close()
+    from binascii import hexlify
+
+    if hexlify(h.digest()).decode() != man["sha"]:
+        raise ValueError("update does not match its manifest's SHA-256")
+    with open(stage + "/config.json", "w") as f:
+        json.dump(man.get("config", {}), f)
+    folder = appslot.APPS + "/" + ver
+    _rmtree(folder)
+    os.rename(stage, folder)
+    appslot.write({"cur": ver, "prev": ptr.get("cur", ""),
+                   "trial": {"v": ver, "timeout_s": man.get("timeout_s", 60),
+                             "grace_s": man.get("grace_s", 5), "booted": 0}})
+    await upreport.send(node, ver, "staged", "", 2)
+    appslot.reboot()
+
+
+async def _segment(node, ver, i):
+    from pubmote_wire.data import verify_data
+
+    nm = upreport.update_name(node, ver, "s", name.segment(i))
+    for _ in range(_TRIES):
+        p = await upreport.fetch(node, nm, 1)
+        if p is not None and verify_data(p[1], p[2]):  # its DigestSha256
+            return p[1]
+    return None
+
+
+class _Writer:
+    """The update's bytes, in order, cut into its files in the staging folder."""
+
+    def __init__(self, folder, files):
+        os.mkdir(folder)
+        self._folder = folder
+        self._files = files
+        self._k = -1
+        self._left = 0
+        self._f = None
+        self._next()
+
+    def _next(self):
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+        self._k += 1
+        while self._k < len(self._files):
+            fname, size = self._files[self._k]
+            self._f = open(self._folder + "/" + fname, "wb")
+            self._left = size
+            if size:
+                return
+            self._f.close()
+            self._f = None
+            self._k += 1
+
+    def write(self, b):
+        mv = memoryview(b)
+        while len(mv):
+            if self._f is None:
+                raise ValueError("more bytes than the manifest's files")
+            k = min(self._left, len(mv))
+            self._f.write(mv[:k])
+            mv = mv[k:]
+            self._left -= k
+            if not self._left:
+                self._next()
+
+    def close(self):
+        if self._f is not None:
+            self._f.close()
+            raise ValueError("fewer bytes than the manifest's files")
+
+
+def _clean(ptr, stage):
+    # what earlier updates left: every app folder but the current and the previous one
+    try:
+        names = os.listdir(appslot.APPS)
+    except OSError:
+        os.mkdir(appslot.APPS)
+        names = []
+    keep = (ptr.get("cur"), ptr.get("prev"))
+    for n in names:
+        if n not in keep:
+            _rmtree(appslot.APPS + "/" + n)
+
+
+def _rmtree(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for n in names:
+        os.remove(folder + "/" + n)
+    os.rmdir(folder)
