@@ -18,6 +18,7 @@ STALL_S = 30.0  # a transfer that has not moved for this long has failed
 REPORT_SLACK_S = 30.0  # beyond --timeout: the reboot, a rollback's reboot, the report
 POLL_S = 0.2
 TRIGGER_EVERY_S = 2.0
+RETRIGGER_S = 3.0  # a transfer that has not moved for this long is called for again
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -82,6 +83,11 @@ class Rollout:
                     u.set("failed", "did not fetch its update within %ds (not connected?)"
                           % OFFER_S)
             elif u.state == "fetching" and len(u.fetched) < self.package.segments:
+                if now - last_move > RETRIGGER_S and now >= next_trigger:
+                    # a board that restarted mid-transfer starts it again (a running one
+                    # ignores the call)
+                    self.producer.trigger(u)
+                    next_trigger = now + TRIGGER_EVERY_S
                 if now - last_move > STALL_S:
                     u.set("failed", "transfer stalled at %d of %d bytes" % (u.bytes,
                                                                            u.total))
