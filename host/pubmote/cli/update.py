@@ -10,7 +10,7 @@ import socket
 import sys
 from typing import Any
 
-from pubmote.cli import kinds
+from pubmote.cli import file_kinds, kinds
 from pubmote.cli.kinds import arg
 
 _HELP = """\
@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
         epilog=_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("boards", nargs="*", metavar="BOARD", type=arg(kinds.name),
                    help="the boards to update, by name (in this order; the canaries first)")
-    p.add_argument("--app", metavar="DIR",
+    p.add_argument("--app", metavar="DIR", type=arg(file_kinds.folder_in),
                    help="the app: a flat folder of .py/.mpy/.json files; the module that "
                         "runs is app.py's, the only module, or --config app=NAME")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
