@@ -15,6 +15,7 @@ from . import appslot, upreport
 
 _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
+_FLUSH_EVERY = const(8)  # segments written between commits of the file being written
 _running = []
 
 
@@ -61,15 +62,17 @@ async def _update(node, ver):
     if ver in (ptr.get("cur"), ptr.get("prev")):
         raise ValueError("update %s is already on the board" % ver)
     stage = appslot.APPS + "/" + ver + ".tmp"
-    _clean(ptr, stage)
+    _clean(ptr, ver + ".tmp")
     from pubmote_wire.compat import sha256
 
     h = sha256()
     out = _Writer(stage, man["files"])
+    # a transfer cut short (a reset, a power cut) goes on after the bytes it left
+    off = out.resume(h)
     n = man["n"]
     seg = man["seg"]
     size = man["size"]
-    for first in range(0, n, _WINDOW):
+    for first in range(off // seg, n, _WINDOW):
         idx = range(first, min(first + _WINDOW, n))
         got = await asyncio.gather(*[_segment(node, ver, i) for i in idx])
         for k in range(len(got)):
@@ -77,13 +80,16 @@ async def _update(node, ver):
             want = min(seg, size - i * seg)
             if d is None or d.content is None or len(d.content) != want:
                 raise OSError("segment %d not fetched whole" % i)
-            c = bytes(d.content)
+            c = memoryview(bytes(d.content))
+            if i * seg < off:
+                c = c[off - i * seg :]
             h.update(c)
             out.write(c)
     out.close()
     from binascii import hexlify
 
     if hexlify(h.digest()).decode() != man["sha"]:
+        _rmtree(stage)  # not kept for a resume: the next try starts afresh
         raise ValueError("update does not match its manifest's SHA-256")
     with open(stage + "/config.json", "w") as f:
         json.dump(man.get("config", {}), f)
@@ -112,28 +118,55 @@ class _Writer:
     """The update's bytes, in order, cut into its files in the staging folder."""
 
     def __init__(self, folder, files):
-        os.mkdir(folder)
         self._folder = folder
         self._files = files
-        self._k = -1
+        self._k = 0
         self._left = 0
         self._f = None
-        self._next()
+        self._writes = 0
 
-    def _next(self):
-        if self._f is not None:
-            self._f.close()
-            self._f = None
-        self._k += 1
+    def resume(self, h):
+        """Take the staging folder as a cut-short transfer left it: the whole files and the
+        start of the next one are kept (hashed into h), what follows is removed. Returns
+        the offset in the update where the transfer goes on."""
+        try:
+            os.mkdir(self._folder)
+        except OSError:
+            pass
+        files = self._files
+        off = k = 0
+        have = 0
+        while k < len(files):
+            size = files[k][1]
+            have = _hash_file(self._path(k), size, h)
+            off += have
+            if have < size:
+                break
+            k += 1
+        for j in range(k + 1, len(files)):
+            try:
+                os.remove(self._path(j))
+            except OSError:
+                pass
+        self._k = k
+        self._open(have)
+        return off
+
+    def _path(self, k):
+        return self._folder + "/" + self._files[k][0]
+
+    def _open(self, have):
+        # file k, appended to after its first `have` bytes; empty files made on the way
         while self._k < len(self._files):
-            fname, size = self._files[self._k]
-            self._f = open(self._folder + "/" + fname, "wb")
-            self._left = size
-            if size:
+            size = self._files[self._k][1]
+            self._f = open(self._path(self._k), "ab" if have else "wb")
+            self._left = size - have
+            if self._left:
                 return
             self._f.close()
             self._f = None
             self._k += 1
+            have = 0
 
     def write(self, b):
         mv = memoryview(b)
@@ -145,7 +178,13 @@ class _Writer:
             mv = mv[k:]
             self._left -= k
             if not self._left:
-                self._next()
+                self._f.close()
+                self._f = None
+                self._k += 1
+                self._open(0)
+        self._writes += 1
+        if self._f is not None and not self._writes % _FLUSH_EVERY:
+            self._f.flush()  # on littlefs a commit: what a resume after a power cut keeps
 
     def close(self):
         if self._f is not None:
@@ -153,14 +192,35 @@ class _Writer:
             raise ValueError("fewer bytes than the manifest's files")
 
 
+def _hash_file(path, size, h):
+    # the bytes of a file a cut-short transfer left (at most size; a longer file goes)
+    try:
+        have = os.stat(path)[6]
+    except OSError:
+        return 0
+    if have > size:
+        os.remove(path)
+        return 0
+    buf = bytearray(256)
+    mv = memoryview(buf)
+    with open(path, "rb") as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(mv[:n])
+    return have
+
+
 def _clean(ptr, stage):
-    # what earlier updates left: every app folder but the current and the previous one
+    # what earlier updates left: every app folder but the current and the previous one,
+    # and this update's staging folder (a transfer cut short goes on from it)
     try:
         names = os.listdir(appslot.APPS)
     except OSError:
         os.mkdir(appslot.APPS)
         names = []
-    keep = (ptr.get("cur"), ptr.get("prev"))
+    keep = (ptr.get("cur"), ptr.get("prev"), stage)
     for n in names:
         if n not in keep:
             _rmtree(appslot.APPS + "/" + n)

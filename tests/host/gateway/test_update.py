@@ -132,6 +132,34 @@ def test_canary_failure_stops_the_rollout(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+def test_a_transfer_cut_short_resumes(tmp_path: Path) -> None:
+    # the board's power is cut with most of a 20 kB app fetched: powered again, it fetches
+    # only what it had not written
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "app.py").write_bytes((GOOD / "app.py").read_bytes())
+    (app / "pad.py").write_text("DATA = %r\n" % ("x" * 20000))
+
+    async def run() -> None:
+        async with bridge_with_boards(tmp_path / "sim", 1, sim_keys=True) as bridge:
+            await boards_registered(bridge, ["sim1"])
+            job = asyncio.create_task(update("--app", str(app), "sim1"))
+            assert bridge.control is not None
+            ups = bridge.control.producer.updates
+            await wait_until(lambda: "sim1" in ups and ups["sim1"].bytes
+                             >= 0.6 * ups["sim1"].total, 60, "most of the transfer")
+            board = bridge.fleet.boards[0]  # type: ignore[union-attr]
+            board.power_off()
+            board.start()
+            code, out, err = await job
+            assert code == 0, out + err
+            segments = ups["sim1"].package.segments
+            # without the resume: 60 % of them, then all of them again
+            assert ups["sim1"].served < 1.3 * segments, (ups["sim1"].served, segments)
+
+    asyncio.run(run())
+
+
 def _whole(tmp: Path, board: str, packages: dict[str, dict[str, bytes]]) -> str:
     """The app the board's pointer names, checked whole: "" (the deployed one) or the
     package's key whose files its folder holds exactly."""

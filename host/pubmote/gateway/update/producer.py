@@ -40,6 +40,7 @@ class BoardUpdate:
         self.state = "queued"
         self.why = ""
         self.fetched: set[int] = set()
+        self.served = 0  # segment Data sent (a segment fetched again counts again)
         self.t_start = time.monotonic()
         self.t_end: float | None = None
 
@@ -148,6 +149,7 @@ class UpdateProducer:
                 return
             self._reply(nm, u.package.segment(i), final=u.package.segments - 1)
             u.fetched.add(i)
+            u.served += 1
             self._moved(u, "fetching")
 
     def _report(self, board: str, ver: str, state: str, why: str,
