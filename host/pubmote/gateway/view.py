@@ -102,6 +102,7 @@ class View:
                 crash = problems.get(face.face_id)  # it may have registered first
                 if crash is not None:
                     state = Text(printable(crash), style="red")
+                _update_note(bridge, b.name, state)
                 c = b.counters
                 boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
                                str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
@@ -187,6 +188,20 @@ class View:
                 await asyncio.sleep(refresh_s)
                 screen = self.render_safely(screen)
                 live.update(screen)
+
+
+def _update_note(bridge: Bridge, board: str, state: Text) -> None:
+    """A board's part in the last roll-out (`pubmote update`): its state and bytes."""
+    control = bridge.control
+    u = control.producer.updates.get(board) if control is not None else None
+    if u is None:
+        return
+    style = {"healthy": "green", "rolledback": "red", "failed": "red", "timeout": "red",
+             "skipped": "yellow"}.get(u.state, "cyan")
+    note = " update %s" % u.state
+    if u.state in ("offered", "fetching"):
+        note += " %d/%d B" % (u.bytes, u.total)
+    state.append(note, style=style)
 
 
 def render(bridge: Bridge, recent: RecentWarnings | None = None) -> Group:

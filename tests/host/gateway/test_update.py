@@ -8,6 +8,7 @@ update leaves the board a whole app."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import random
@@ -59,6 +60,16 @@ def pointer(tmp: Path, board: str) -> dict[str, Any] | None:
     return json.loads(p.read_text()) if p.exists() else None
 
 
+def view_text(bridge: Bridge) -> str:
+    from rich.console import Console
+
+    from pubmote.gateway.view import render
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(render(bridge))
+    return console.export_text()
+
+
 class Topics:
     """Topics the hub relays, from now on."""
 
@@ -91,6 +102,7 @@ def test_update_three_boards(tmp_path: Path) -> None:
                 assert ptr is not None and ptr["cur"] and "trial" not in ptr
             code, out, _ = await update("--status")
             assert code == 0 and out.count("healthy") == 3, out
+            assert view_text(bridge).count("update healthy") == 3  # the live view too
 
     asyncio.run(run())
 
