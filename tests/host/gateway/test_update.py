@@ -3,7 +3,8 @@ firmware, keyed as `pubmote bridge --sim-boards` makes them): the CLI reaches th
 this process through its control socket; the boards fetch the app as NDN Data segments,
 check it, switch and reboot. A good app ends healthy and runs; a broken and a hanging one
 roll back by themselves; a failed canary stops the roll-out; a power cut at any point of an
-update leaves the board a whole app."""
+update leaves the board a whole app. Each test's bridge has a control endpoint of its own
+(tests/conftest.py sets PUBMOTE_CONTROL), which the CLI finds the same way."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import json
 import os
 import random
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,6 @@ from pubmote.gateway.bridge import Bridge
 GOOD = APPS / "update_good"
 BROKEN = APPS / "update_broken"
 HANG = APPS / "update_hang"
-
-
-@pytest.fixture(autouse=True)
-def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    path = tmp_path / "run" / "bridge.sock"
-    monkeypatch.setenv("PUBMOTE_CONTROL", str(path))
-    yield path
 
 
 async def update(*args: str) -> tuple[int, str, str]:

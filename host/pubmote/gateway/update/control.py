@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import tempfile
 from typing import Any
 
@@ -58,7 +59,10 @@ class ControlServer:
         """Bind the socket; False (logged) when another bridge already answers on it."""
         folder = os.path.dirname(self.path) or "."
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        if os.path.exists(self.path):
+        if os.path.lexists(self.path):
+            if not stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                raise OSError("%s exists and is not a socket: remove it, or set "
+                              "PUBMOTE_CONTROL" % self.path)
             with socket.socket(socket.AF_UNIX) as s:
                 try:
                     s.connect(self.path)
@@ -137,8 +141,8 @@ class ControlServer:
         known = sorted(self.hub.boards, key=natural)
         boards = known if req.get("all") else list(req.get("boards") or [])
         if not boards:
-            return "no boards to update (name them, or --all)" if req.get("all") is None \
-                or not req.get("all") else "no boards are registered with the bridge"
+            return ("no boards are registered with the bridge" if req.get("all")
+                    else "no boards to update (name them, or --all)")
         unknown = [b for b in boards if b not in self.hub.boards]
         if unknown:
             return "unknown board%s %s (the bridge knows %s)" % (
