@@ -4,18 +4,29 @@
 # the new app crashed, hung or lost power before it was healthy: back to prev, by the board
 # alone. The pointer changes only by a rename over it, so a power cut leaves the old or the
 # new one. Imported at boot only on a board that has been updated (app.ptr exists).
+# The files sit at the filesystem's root ("/" is a board's cwd), or under the config's
+# "flash_dir" (the simulated board's own folder).
 import json
 import os
 
-PTR = "app.ptr"
-ERR = "app.err"  # the last error line of an app on trial, for the rollback's report
-APPS = "apps"
+_root = [""]  # the config's flash_dir, ending in "/", or "" for the cwd
+
+
+def use(cfg):
+    """Take the board's files under cfg's flash_dir (default: the cwd)."""
+    d = cfg.get("flash_dir", "")
+    _root[0] = d if not d or d[-1] == "/" else d + "/"
+
+
+def path(name):
+    """name (app.ptr, app.err, apps) on the board's filesystem."""
+    return _root[0] + name
 
 
 def read():
     """The pointer (a dict), or None when there is none (the deployed app)."""
     try:
-        with open(PTR) as f:
+        with open(path("app.ptr")) as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -23,15 +34,15 @@ def read():
 
 def write(ptr):
     """Replace the pointer atomically: written to a temporary file, renamed over it."""
-    tmp = PTR + ".tmp"
+    tmp = path("app.ptr.tmp")
     with open(tmp, "w") as f:
         json.dump(ptr, f)
-    os.rename(tmp, PTR)
+    os.rename(tmp, path("app.ptr"))
 
 
 def last_error():
     try:
-        with open(ERR) as f:
+        with open(path("app.err")) as f:
             return f.read().strip()[-200:]
     except OSError:
         return ""
@@ -40,7 +51,7 @@ def last_error():
 def note_error(line):
     """Keep an app's last error line (its report, should the board roll back)."""
     try:
-        with open(ERR, "w") as f:
+        with open(path("app.err"), "w") as f:
             f.write(line[-200:])
     except OSError:
         pass
@@ -61,7 +72,7 @@ def choose():
         else:
             trial["booted"] = 1
             try:
-                os.remove(ERR)
+                os.remove(path("app.err"))
             except OSError:
                 pass
         write(ptr)
@@ -75,7 +86,7 @@ def apply(ptr, cfg):
         return cfg
     import sys
 
-    folder = APPS + "/" + cur
+    folder = path("apps/") + cur
     sys.path.insert(0, folder)
     try:
         with open(folder + "/config.json") as f:

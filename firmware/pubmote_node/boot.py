@@ -32,9 +32,11 @@ def run(cfg=None):
     if cfg is None:
         cfg = load_config()
     ptr = None
-    if _exists("app.ptr"):
+    root = cfg.get("flash_dir", "")
+    if _exists(root + ("/" if root and root[-1] != "/" else "") + "app.ptr"):
         from pubmote_node import appslot
 
+        appslot.use(cfg)
         ptr = appslot.choose()
         cfg = appslot.apply(ptr, cfg)
     if cfg.get("link") == "stdio":

@@ -9,6 +9,7 @@ from . import appslot
 
 
 async def watch(node, ptr):
+    appslot.use(node.config)
     trial = ptr["trial"]
     t0 = _ms()
     timeout_ms = int(trial.get("timeout_s", 60) * 1000)
@@ -39,6 +40,7 @@ async def send_pending(node):
     """Send the pointer's report to the bridge (until it has it), then forget it."""
     from . import forget, upreport
 
+    appslot.use(node.config)
     ptr = appslot.read()
     rep = ptr.get("report") if ptr else None
     if rep and await upreport.send(node, rep[0], rep[1], rep[2]):

@@ -58,10 +58,11 @@ async def _update(node, ver):
     for fname, _ in man["files"]:
         if "/" in fname or fname in ("", ".", ".."):
             raise ValueError("bad file name in the manifest")
+    appslot.use(node.config)
     ptr = appslot.read() or {"cur": "", "prev": ""}
     if ver in (ptr.get("cur"), ptr.get("prev")):
         raise ValueError("update %s is already on the board" % ver)
-    stage = appslot.APPS + "/" + ver + ".tmp"
+    stage = appslot.path("apps/") + ver + ".tmp"
     _clean(ptr, ver + ".tmp")
     from pubmote_wire.compat import sha256
 
@@ -93,7 +94,7 @@ async def _update(node, ver):
         raise ValueError("update does not match its manifest's SHA-256")
     with open(stage + "/config.json", "w") as f:
         json.dump(man.get("config", {}), f)
-    folder = appslot.APPS + "/" + ver
+    folder = appslot.path("apps/") + ver
     _rmtree(folder)
     os.rename(stage, folder)
     appslot.write({"cur": ver, "prev": ptr.get("cur", ""),
@@ -216,14 +217,14 @@ def _clean(ptr, stage):
     # what earlier updates left: every app folder but the current and the previous one,
     # and this update's staging folder (a transfer cut short goes on from it)
     try:
-        names = os.listdir(appslot.APPS)
+        names = os.listdir(appslot.path("apps"))
     except OSError:
-        os.mkdir(appslot.APPS)
+        os.mkdir(appslot.path("apps"))
         names = []
     keep = (ptr.get("cur"), ptr.get("prev"), stage)
     for n in names:
         if n not in keep:
-            _rmtree(appslot.APPS + "/" + n)
+            _rmtree(appslot.path("apps/") + n)
 
 
 def _rmtree(folder):

@@ -73,11 +73,13 @@ class SimBoard:
         self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
         self.config_path = self.workdir / (name + ".json")
         self.log_path = self.workdir / (name + ".log")
-        # the board's own flash: its cwd, where an update's app folders and pointer go
+        # the board's own filesystem, where an update's app folders and pointer go (its
+        # cwd stays the workdir, where test apps write their logs)
         self.flash_dir = self.workdir / (name + ".fs")
         self.config: dict[str, object] = {
             "name": name, "link": "pty", "path": str(self.cable.board_link), "app": app,
-            "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
+            "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000,
+            "flash_dir": str(self.flash_dir)}
         self.config.update(extra or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -100,7 +102,7 @@ class SimBoard:
                 [micropython_exe(), "-X", "heapsize=" + self.heap,
                  str(files.firmware_dir() / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.flash_dir, preexec_fn=detach_child)
+                cwd=self.workdir, preexec_fn=detach_child)
 
     def reset(self) -> None:
         """Power-cycle the board: kill its process and start it again on the same line."""
