@@ -64,7 +64,7 @@ async def _main(node, cfg, ptr):
         from pubmote_node import trial
 
         if "trial" in ptr:
-            asyncio.create_task(trial.watch(node, ptr))
+            trial.start(node, ptr)
         elif ptr.get("report"):
             asyncio.create_task(trial.send_pending(node))
     app = cfg.get("app", "demo")

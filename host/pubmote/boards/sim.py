@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,10 @@ from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child, end_process
 from pubmote.boards.profiles import load_profile
 
-REBOOT_STATUS = 75  # the unix port's machine.reset(): firmware/pubmote_node/appslot.py
+# the unix port's machine.reset() (firmware/pubmote_node/appslot.py), and its watchdog's
+# (a thread that signals its own process: trial.py)
+REBOOT_STATUS = 75
+REBOOT_SIGNAL = signal.SIGUSR2
 
 
 def micropython_exe() -> str:
@@ -121,8 +125,9 @@ class SimBoard:
 
     def rebooted(self) -> bool:
         """Start the board again if its firmware asked for a reboot (machine.reset() on a
-        board; status REBOOT_STATUS here: after an update, or a rollback); True if so."""
-        if self.proc is None or self.proc.poll() != REBOOT_STATUS:
+        board; status REBOOT_STATUS or REBOOT_SIGNAL here: after an update, a rollback, a
+        watchdog); True if so."""
+        if self.proc is None or self.proc.poll() not in (REBOOT_STATUS, -REBOOT_SIGNAL):
             return False
         self.proc = None
         self.start()

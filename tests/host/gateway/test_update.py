@@ -2,7 +2,8 @@
 firmware, keyed as `pubmote bridge --sim-boards` makes them): the CLI reaches the bridge in
 this process through its control socket; the boards fetch the app as NDN Data segments,
 check it, switch and reboot. A good app ends healthy and runs; a broken and a hanging one
-roll back by themselves; a failed canary stops the roll-out; a power cut at any point of an
+roll back by themselves (one that raises at import, one that never registers, one that
+blocks the board); a failed canary stops the roll-out; a power cut at any point of an
 update leaves the board a whole app. Each test's bridge has a control endpoint of its own
 (tests/conftest.py sets PUBMOTE_CONTROL), which the CLI finds the same way."""
 
@@ -26,6 +27,7 @@ from pubmote.gateway.bridge import Bridge
 GOOD = APPS / "update_good"
 BROKEN = APPS / "update_broken"
 HANG = APPS / "update_hang"
+BLOCK = APPS / "update_block"
 
 
 async def update(*args: str) -> tuple[int, str, str]:
@@ -113,6 +115,11 @@ def test_broken_and_hanging_apps_roll_back(tmp_path: Path) -> None:
             assert code == 1
             assert final_states(out) == dict.fromkeys(names, "rolledback"), out
             assert "not healthy within 5s (never registered)" in out
+            # one that blocks the board at import: the event loop never runs again
+            code, out, _ = await update("--app", str(BLOCK), "--timeout", "5", "--all")
+            assert code == 1
+            assert final_states(out) == dict.fromkeys(names, "rolledback"), out
+            assert "hung: the app blocked the board for 7s" in out
             topics = Topics(bridge)
             for n in names:  # back on the demo app (the deployed one), running
                 ptr = pointer(tmp_path, n)
