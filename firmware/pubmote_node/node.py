@@ -249,9 +249,13 @@ class Node:
             self.session.wake.set()
             return
         if nm[: len(_UPDATE)] == _UPDATE:
+            import gc
+
+            gc.collect()
+            base = gc.mem_alloc() if hasattr(gc, "mem_alloc") else 0  # the updater's cost
             from .updater import start  # loaded only while an update runs
 
-            start(self, nm)
+            start(self, nm, base)
             return
         for prefix, handler in self._served:
             if name.is_prefix(prefix, nm):

@@ -17,15 +17,28 @@ _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
 _FLUSH_EVERY = const(8)  # segments written between commits of the file being written
 _running = []
+_heap = [0, 0]  # heap allocated before the updater was loaded, and the most seen since
 
 
-def start(node, trigger):
-    """The bridge's trigger /pubmote/ctl/update/<v> arrived: run the update (once)."""
+def start(node, trigger, base=0):
+    """The bridge's trigger /pubmote/ctl/update/<v> arrived: run the update (once). base:
+    the heap allocated before this module was loaded."""
     if _running:
         return
+    _heap[0] = _heap[1] = base
     comp = name.components(trigger)[-1]
     ver = bytes(name.component_type_value(comp)[1]).decode()
     _running.append(asyncio.create_task(_run(node, ver)))
+
+
+def _sample():
+    # the heap the updater holds, live (collected first: a window of segments, the writer,
+    # the hash), after each window of segments
+    import gc
+
+    if hasattr(gc, "mem_alloc"):
+        gc.collect()
+        _heap[1] = max(_heap[1], gc.mem_alloc())
 
 
 async def _run(node, ver):
@@ -86,6 +99,7 @@ async def _update(node, ver):
                 c = c[off - i * seg :]
             h.update(c)
             out.write(c)
+        _sample()
     out.close()
     from binascii import hexlify
 
@@ -100,7 +114,9 @@ async def _update(node, ver):
     appslot.write({"cur": ver, "prev": ptr.get("cur", ""),
                    "trial": {"v": ver, "timeout_s": man.get("timeout_s", 60),
                              "grace_s": man.get("grace_s", 5), "booted": 0}})
-    await upreport.send(node, ver, "staged", "", 2)
+    _sample()
+    # the updater's heap, above what the board held before it was loaded, to the bridge
+    await upreport.send(node, ver, "staged", "heap +%d B" % (_heap[1] - _heap[0]), 2)
     appslot.reboot()
 
 

@@ -130,6 +130,8 @@ def _run(args: argparse.Namespace) -> int:
 def _board_line(b: dict[str, Any]) -> str:
     line = "%-10s %-10s %6d/%d bytes  %5.1f s" % (b["board"], b["state"], b["bytes"],
                                                  b["total"], b["seconds"])
+    if b.get("heap"):
+        line += "  (updater %s)" % b["heap"]
     return line + ("  " + b["why"] if b.get("why") else "")
 
 

@@ -1,9 +1,9 @@
 """`pubmote update` end to end on simulated boards (the MicroPython unix port running the
 firmware, keyed as `pubmote bridge --sim-boards` makes them): the CLI reaches the bridge in
 this process through its control socket; the boards fetch the app as NDN Data segments,
-check it, switch and reboot. A good app ends healthy and runs; a broken and a hanging one
-roll back by themselves (one that raises at import, one that never registers, one that
-blocks the board); a failed canary stops the roll-out; a power cut at any point of an
+check it, switch and reboot. A good app ends healthy and runs; bad ones roll back by
+themselves (one that raises at import, one that never registers, one that blocks the
+board); a failed canary stops the roll-out; a power cut at any point of an
 update leaves the board a whole app. Each test's bridge has a control endpoint of its own
 (tests/conftest.py sets PUBMOTE_CONTROL), which the CLI finds the same way."""
 
@@ -90,6 +90,7 @@ def test_update_three_boards(tmp_path: Path) -> None:
             assert code == 0, out + err
             assert final_states(out) == dict.fromkeys(names, "healthy"), out
             assert "3 of 3 boards healthy" in out
+            assert out.count("(updater heap +") >= 3, out  # each board's updater's heap
             for n in names:  # the new app runs, with its new config
                 await wait_until(lambda n=n: topics.has(b"/test/%s/version" % n.encode(),
                                                         b"v2"), 30, "%s's new app" % n)

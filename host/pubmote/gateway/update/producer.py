@@ -41,6 +41,7 @@ class BoardUpdate:
         self.why = ""
         self.fetched: set[int] = set()
         self.served = 0  # segment Data sent (a segment fetched again counts again)
+        self.heap = ""  # what the board's updater said of its heap ("heap +N B")
         self.t_start = time.monotonic()
         self.t_end: float | None = None
 
@@ -68,7 +69,7 @@ class BoardUpdate:
         end = self.t_end if self.t_end is not None else time.monotonic()
         return {"board": self.board, "version": self.package.version, "state": self.state,
                 "bytes": self.bytes, "total": self.total, "why": self.why,
-                "seconds": round(end - self.t_start, 1)}
+                "heap": self.heap, "seconds": round(end - self.t_start, 1)}
 
 
 class UpdateProducer:
@@ -156,8 +157,12 @@ class UpdateProducer:
                 u: BoardUpdate | None) -> None:
         log.log(logging.WARNING if state in ("rolledback", "failed") else logging.INFO,
                 "board %s: update %s %s%s", board, ver, state, (": " + why) if why else "")
-        if u is not None and u.package.version == ver and state in (
-                "staged", "healthy", "rolledback", "failed"):
+        if u is None or u.package.version != ver:
+            return
+        if state == "staged":
+            u.heap = why  # not an error: the updater's heap figure
+            self._moved(u, state)
+        elif state in ("healthy", "rolledback", "failed"):
             self._moved(u, state, why)
 
     def _moved(self, u: BoardUpdate, state: str, why: str = "") -> None:
