@@ -255,3 +255,32 @@ def test_power_cut_leaves_a_whole_app(tmp_path: Path) -> None:
 
     asyncio.run(run())
     print("power cuts: (exit status, state)", outcomes)
+
+
+def test_tampered_updates_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a manifest not signed with the board's key, and a segment changed on the way (its
+    # own digest right, the whole wrong): the board refuses both, on its old app
+    from pubmote.gateway.update import package, producer
+    from pubmote_wire.hmac256 import HmacSigner
+
+    async def run() -> None:
+        async with bridge_with_boards(tmp_path, 1, sim_keys=True) as bridge:
+            await boards_registered(bridge, ["sim1"])
+            topics = Topics(bridge)
+            with monkeypatch.context() as m:
+                m.setattr(producer, "HmacSigner", lambda key: HmacSigner(b"\x01" * 32))
+                code, out, _ = await update("--app", str(GOOD), "sim1")
+            assert code == 1 and final_states(out) == {"sim1": "failed"}, out
+            assert "manifest signature does not verify" in out
+            real = package.AppPackage.segment
+            with monkeypatch.context() as m:
+                m.setattr(package.AppPackage, "segment", lambda self, i: bytes(
+                    b ^ (i == 0) for b in real(self, i)))
+                code, out, _ = await update("--app", str(GOOD), "sim1")
+            assert code == 1 and final_states(out) == {"sim1": "failed"}, out
+            assert "does not match its manifest's SHA-256" in out
+            assert pointer(tmp_path, "sim1") is None  # nothing switched
+            await wait_until(lambda: topics.has(b"/pubmote/demo/sim1/temperature"), 30,
+                             "the demo app still running")
+
+    asyncio.run(run())
