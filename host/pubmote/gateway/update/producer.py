@@ -130,6 +130,8 @@ class UpdateProducer:
         what = bytes(comps[4][1])
         u = self.updates.get(board)
         if what == b"r" and len(comps) >= 6:
+            if not self._from_board(nm, board):
+                return  # a report for a board comes over that board's own link
             why = bytes(comps[6][1]).decode(errors="replace") if len(comps) > 6 else ""
             self._report(board, ver, bytes(comps[5][1]).decode(errors="replace"),
                          "" if why == "-" else why, u)
@@ -152,6 +154,12 @@ class UpdateProducer:
             u.fetched.add(i)
             u.served += 1
             self._moved(u, "fetching")
+
+    def _from_board(self, nm: bytes, board: str) -> bool:
+        """Whether the Interest nm came from the face the board registered on."""
+        b = self.hub.boards.get(board)
+        entry = self.hub.fwd.pit.get(nm)
+        return b is not None and entry is not None and b.face.face_id in entry.in_faces
 
     def _report(self, board: str, ver: str, state: str, why: str,
                 u: BoardUpdate | None) -> None:
