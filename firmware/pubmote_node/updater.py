@@ -123,7 +123,7 @@ async def _update(node, ver):
 async def _segment(node, ver, i):
     from pubmote_wire.data import verify_data
 
-    nm = upreport.update_name(node, ver, "s", name.segment(i))
+    nm = upreport.update_name(node, ver, "s", i)
     for _ in range(_TRIES):
         p = await upreport.fetch(node, nm, 1)
         if p is not None and verify_data(p[1], p[2]):  # its DigestSha256

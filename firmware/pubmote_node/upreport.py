@@ -7,10 +7,11 @@ from pubmote_wire import interest, name
 
 
 def update_name(node, ver, *parts):
-    """/pubmote/update/<board>/<ver>/<parts...> as a Name's TLV-VALUE."""
+    """/pubmote/update/<board>/<ver>/<parts...> as a Name's TLV-VALUE: an int part is a
+    segment number component, a str or bytes part a generic one."""
     nm = name.from_uri("/pubmote/update") + name.generic(node.name) + name.generic(ver)
     for p in parts:
-        nm += p if isinstance(p, bytes) and p[:1] == b"\x32" else name.generic(p)
+        nm += name.segment(p) if isinstance(p, int) else name.generic(p)
     return nm
 
 
