@@ -73,6 +73,9 @@ node_modules/.installed: package.json package-lock.json
 firmware: setup
 	$(BIN)/pubmote firmware build --board pico
 
+## make lint: ruff on every Python file, and mypy (strict) on host/, bench/ and the tests'
+##   helper modules (pyproject.toml's [tool.mypy] names them; incremental: seconds once its
+##   cache is warm)
 lint: setup
 	$(BIN)/ruff check shared firmware host tests bench
 	$(BIN)/mypy

@@ -7,6 +7,6 @@ import sys
 if "lib" not in sys.path:
     sys.path.append("lib")
 
-from pubmote_node import boot  # noqa: E402 - after the path is set
+from pubmote_node import boot  # after the path is set
 
 boot.run()

@@ -34,12 +34,12 @@ class Mutant(NamedTuple):
 
 
 MUTANTS = [
-    Mutant("M1 get_peers answers no peers", "host/pubmote/dht/node.py",
+    Mutant("M1 get_peers answers no peers", "host/pubmote/dht/server.py",
            'r[b"values"] = [krpc.compact_peer(p) for p in peers]', 'r[b"values"] = []',
            "tests/host/dht/test_dht_node.py::test_two_nodes_all_queries"),
-    Mutant("M2 bridge ignores board filters", "host/pubmote/core/hub_base.py",
-           "        for b in index.match(line):\n",
-           "        for b in itertools.chain(self.boards.values(), self.app_subs.values()):\n",
+    Mutant("M2 bridge ignores board filters", "host/pubmote/core/relay.py",
+           "        for b in self._subscribers().match(line):\n",
+           "        for b in itertools.chain(self._boards.values(), self._app_subs.values()):\n",
            "tests/host/gateway/test_bridge_e2e.py::test_filter_semantics_end_to_end"),
     Mutant("M3 board deliveries not counted", "host/pubmote/core/delivery.py",
            'b.counters["delivered"] += 1', "pass",
@@ -68,7 +68,7 @@ MUTANTS = [
            "        return data[start:start + n]",
            "        return data[start:start + n].decode('latin-1')  # type: ignore",
            "tests/host/dht/test_dht_bencode.py::test_encode_and_decode_exact_bytes"),
-    Mutant("M9 malformed RPC stream closed, not reset", "host/pubmote/p2p/pubsub/router.py",
+    Mutant("M9 malformed RPC stream closed, not reset", "host/pubmote/p2p/pubsub/links.py",
            'log.info("gossipsub: closing stream from %s: %s", peer, e)\n'
            "                stream.reset()",
            'log.info("gossipsub: closing stream from %s: %s", peer, e)\n'

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def main() -> int:
 
 
 def run_all(files: list[Path], mpy: Path, args: argparse.Namespace) -> int:
-    runs = [
+    runs: list[tuple[str, Callable[[], str]]] = [
         ("micropython unix 64-bit, heap %s, source" % args.heap, lambda: run_unix(SHARED, files, args.heap)),
         ("micropython unix 64-bit, heap %s, .mpy" % args.heap, lambda: run_unix(mpy, files, args.heap)),
         ("micropython wasm 32-bit, source", lambda: run_wasm(SHARED, files)),

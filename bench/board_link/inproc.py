@@ -5,16 +5,20 @@
 # Run: micropython bench/board_link/inproc.py [lanes] [messages]  (paths as run.py sets)
 import asyncio
 import sys
-from time import ticks_diff, ticks_us
+from time import ticks_diff, ticks_ms, ticks_us
 
 from pubmote_node.batch_link import Batcher
+from pubmote_node.clock import Clock
 from pubmote_wire import batch
 
 
 class _Node:
-    # just what Batcher uses of a Node: config, counters, timeout_ms, and port (itself here:
-    # up and send)
+    # just what Batcher uses of a Node: config, counters, timeout_ms, port (itself here: up
+    # and send) and session.clock (itself, synced: timed batches, as boards send them)
     def __init__(self):
+        self.session = self
+        self.clock = Clock()
+        self.clock.sync(1700000000000, ticks_ms(), ticks_ms())
         self.config = {}
         self.counters = {"soft_full": 0, "published": 0, "acked": 0, "publish_failed": 0}
         self.up = True
@@ -26,6 +30,7 @@ class _Node:
         self.batcher = None
         self._acks = bytearray(64)
         self.frames = 0
+        self._delivering = set()  # the ACKS in flight, held until delivered
 
     async def send(self, pkt, framer):
         while not self._free.is_set():
@@ -38,23 +43,25 @@ class _Node:
                 await asyncio.sleep(0)  # the write
                 k = batch.begin(self._acks, batch.ACKS, self.batcher.epoch)
                 k = batch.add_acks(self._acks, k, seqs)
-                asyncio.create_task(self._deliver(bytes(self._acks[0:k])))
+                self._delivering.add(asyncio.create_task(self._deliver(bytes(self._acks[0:k]))))
         finally:
             self._free.set()
 
     def _seqs(self):
-        # the seqs of the records buffer (seq, topic length, topic, payload length, payload)
+        # the seqs of the records buffer (seq, ticks, topic length, topic, payload length,
+        # payload)
         buf = self.batcher._buf
-        p = batch.HEADER
+        p = batch.HEADER_T
         out = []
         while p < self.batcher._n:
             out.append((buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3])
-            q = p + 5 + buf[p + 4]
+            q = p + 9 + buf[p + 8]
             p = q + 2 + ((buf[q] << 8) | buf[q + 1])
         return out
 
     async def _deliver(self, pkt):
         await asyncio.sleep(0)
+        self._delivering.discard(asyncio.current_task())
         self.batcher.on_acks(pkt)
 
 
@@ -62,13 +69,13 @@ async def _lane(b, state, count):
     while state[0] < count:
         seq = state[0]
         state[0] = seq + 1
-        if await b.publish("/bench/board1/data", b"%d %d" % (seq, ticks_us())):
+        if await b.publish("/bench/board1/data", b"%d %d" % (seq, ticks_us()), ticks_ms()):
             state[1] += 1
 
 
 async def main(lanes, count):
     node = _Node()
-    b = node.batcher = Batcher(node)
+    b = node.batcher = Batcher(node, True)
     state = [0, 0]
     await asyncio.gather(*[_lane(b, state, 200) for _ in range(lanes)])  # warm-up
     state = [0, 0]

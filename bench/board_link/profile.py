@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import run as board_link  # noqa: E402 - the bench's own rows
+import run as board_link  # the bench's own rows
 
 
 def top(raw: str, n: int) -> tuple[int, list[tuple[str, int]], list[tuple[str, int]]]:

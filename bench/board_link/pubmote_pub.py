@@ -27,7 +27,7 @@ async def lane(node, topic, state, h, end_ms, rate, start_us):
 
 async def main(node):
     cfg = node.config
-    asyncio.create_task(node.run())
+    runner = asyncio.create_task(node.run())
     while not node.connected:
         await asyncio.sleep(0.05)
     await asyncio.sleep(cfg.get("warmup_s", 1))
@@ -42,5 +42,4 @@ async def main(node):
     await asyncio.gather(*[lane(node, topic, state, h, end_ms, rate, start_us)
                            for _ in range(lanes)])
     h.report("pubmote-%d" % lanes, state[1], state[2], ticks_diff(ticks_ms(), t_start) / 1000)
-    while True:
-        await asyncio.sleep(1)
+    await runner  # the node keeps its link until the bench stops the board

@@ -15,12 +15,12 @@ async def lane(node, topic, state):
 
 
 async def main(node):
-    asyncio.create_task(node.run())
+    tasks = [asyncio.create_task(node.run())]  # held for the app's life
     while not node.connected:
         await asyncio.sleep(0.05)
     topic = "/bench/%s/data" % node.name
     state = [0, []]
     for _ in range(node.config.get("lanes", 4)):
-        asyncio.create_task(lane(node, topic, state))
+        tasks.append(asyncio.create_task(lane(node, topic, state)))
     while True:
         await asyncio.sleep(1)

@@ -100,7 +100,7 @@ def cpython_cases() -> list[tuple[str, float, float]]:
     def wire_data() -> None:
         n = data.encode_data(buf, 0, w_dname, content, content_type=0, signer=signer)
         d = data.decode_data(memoryview(buf)[:n], dbox)
-        assert len(d.content) == 100
+        assert d.content is not None and len(d.content) == 100
 
     return [
         ("signed notify Interest, encode+parse", rate(wire_notify), rate(ndn_notify)),

@@ -54,7 +54,8 @@ async def bench(nodes: int, rounds: int, seed: int) -> int:
         await net.join_topic(kp.public, salt)
         build_s = time.perf_counter() - t_build
         sizes = net.table_sizes()
-        ses, lt = None, None
+        ses: Any = None
+        lt: Any = None
         try:
             import libtorrent as lt
 

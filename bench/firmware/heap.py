@@ -107,8 +107,8 @@ async def _bench():
     m_emu = live()
     emu_share = m_emu - m_codec
     # firmware code too: the app's, and what the first subscribe() loads
-    from pubmote_node import demo, outbox, subscription  # noqa: F401,E402
-    from pubmote_node.node import Node  # noqa: E402
+    from pubmote_node import demo, outbox, subscription  # noqa: F401
+    from pubmote_node.node import Node
 
     await asyncio.sleep(1.5)  # the WebAssembly build frees garbage when its JS timers fire
     code = live() - M0 - emu_share  # module code and tables: in flash when frozen

@@ -15,10 +15,11 @@ SubFilter; not hmac256, loaded only with a key), then the node; no demo app (a b
 app). The bench app is frozen into its own build of the firmware beside pubmote
 (`pubmote firmware build --app`, as a user freezes theirs), so its code is in flash too.
 
-    python bench/firmware/pico.py [--no-batch] [--quick]
+    python bench/firmware/pico.py [--no-batch] [--durable] [--quick]
 
 --no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to compare the
-heap the link batches take; --quick: 20 messages each way instead of 1,000, every row
+heap the link batches take; --durable: the board's config sets "outbox_dir" (the durable
+outbox, loaded at Node()), to compare the heap it takes; --quick: 20 messages each way instead of 1,000, every row
 still printed (make bench QUICK=1)."""
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-batch", action="store_true", help="NDN notifies, no link batches")
+    ap.add_argument("--durable", action="store_true",
+                    help="the durable outbox on (config outbox_dir /outbox)")
     ap.add_argument("--quick", action="store_true",
                     help="%d messages each way instead of %d" % (QUICK_N, N))
     args = ap.parse_args()
@@ -130,6 +133,8 @@ def main() -> int:
     extra: dict[str, object] = {"bench_n": n}
     if args.no_batch:
         extra["batch"] = False
+    if args.durable:
+        extra["outbox_dir"] = "/outbox"
     fwbuild.build("pico", progress=lambda line: None)
     node_only = probe()
     sp_pub = "tcp://127.0.0.1:%d" % free_port()

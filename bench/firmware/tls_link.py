@@ -66,7 +66,7 @@ async def main() -> int:
                                   "allow_anonymous_boards": True})  # keyless boards
         async with Bridge(conf) as bridge:
             srv = bridge.tcp[0].server
-            assert isinstance(srv, asyncio.AbstractServer)
+            assert isinstance(srv, asyncio.Server)
             base = {"link": "tcp", "host": "127.0.0.1",
                     "port": srv.sockets[0].getsockname()[1]}
             cases = [

@@ -26,7 +26,7 @@ class LightBoard:
         self.epoch = int.from_bytes(os.urandom(4), "big") & batch.SEQ_MASK
         self.seq = 0
         self.acks: dict[int, asyncio.Future[None]] = {}
-        self.registered: asyncio.Future[bool] | None = None
+        self.registered: asyncio.Future[int] | None = None  # the batch form taken (0: none)
         self.dec = fastframe.Deframer(1024)
         self.buf = bytearray(512)
         self.topics: dict[str, bytes] = {}
@@ -62,7 +62,8 @@ class LightBoard:
                         f.set_result(None)
         elif pkt[0] == 0x06 and self.registered is not None and not self.registered.done():
             d = ndn_data.decode_data(bytes(pkt))
-            if bytes(d.name).startswith(control.REGISTER):
+            if d.name is not None and d.content is not None \
+                    and bytes(d.name).startswith(control.REGISTER):
                 self.registered.set_result(control.decode_reply(bytes(d.content))[2])
 
     async def publish(self, topic: str, payload: bytes) -> bool:

@@ -177,20 +177,21 @@ def run_boards(kind: str, port: int, n: int, rate: float, seconds: float,
         before = counter.n
         sampler = None
         if spy is not None:
-            sampler = subprocess.Popen(spy + ["--pid", str(server_pid), "--duration",
-                                              str(max(1, int(seconds)))],
+            sampler = subprocess.Popen([*spy, "--pid", str(server_pid), "--duration",
+                                        str(max(1, int(seconds)))],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)  # py-spy attaches
         cpu0, sub0 = cpu_s(server_pid), time.process_time()
         gen.stdin.write("go\n")
         gen.stdin.flush()
-        r = json.loads(gen.stdout.readline())
+        line = gen.stdout.readline()
         cpu1, sub1 = cpu_s(server_pid), time.process_time()
         if sampler is not None:
             sampler.wait(30)
     finally:
         gen.kill()
         gen.wait()
+    r: dict[str, Any] = json.loads(line)
     got = counter.settle(before + r["acked"]) - before
     r.update(rate=r["acked"] / r["seconds"], lost=max(0, r["acked"] - got),
              server_us_per_msg=1e6 * (cpu1 - cpu0) / max(1, r["acked"]),
@@ -217,7 +218,8 @@ def bridge_server() -> Iterator[Server]:
     connected; at the end its summary line (SP writes, bridge-added latency) on stderr."""
     tcp, sp_port = free_port(), free_port()
     url = "tcp://127.0.0.1:%d" % sp_port
-    log = tempfile.TemporaryFile(mode="w+")  # the bridge's log: its summary line at exit
+    # the bridge's log: its summary line at exit, read and closed in the finally below
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
     bridge = subprocess.Popen([str(Path(sys.executable).parent / "pubmote"), "bridge",
                                "--no-view", "--tcp", "127.0.0.1:%d" % tcp, "--sp-pub", url,
                                # the virtual boards have no key
@@ -327,7 +329,7 @@ def main() -> int:
               median(ratios), len(ratios), ", ".join("%.2f" % x for x in ratios),
               node["rate"] / median([r["rate"] for r in mq]), cpu,
               cpu / max(1e-9, median([r["server_us_per_msg"] for r in mq]))))
-    lost = sum(r["lost"] for r in light + [light_paced, node])
+    lost = sum(r["lost"] for r in [*light, light_paced, node])
     if lost:
         print("  LOST: %d messages the bridge acked never reached the subscriber" % lost)
     return 1 if lost else 0

@@ -136,13 +136,14 @@ async def main() -> None:
     kind, host, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     rate, seconds = float(sys.argv[5]), float(sys.argv[6])
     pubs = []
+    running: list[asyncio.Task[None]] = []
     if kind == "pubmote":
         # PUBMOTE_BENCH_BATCH=0: NDN notifies per message instead of link batches
         batches = os.environ.get("PUBMOTE_BENCH_BATCH", "1") != "0"
         nodes = [Node({"name": "v%d" % i, "link": "tcp", "timeout_ms": 5000, "batch": batches},
                       link=TcpLink(host, port)) for i in range(n)]
-        for node in nodes:
-            asyncio.create_task(node.run())
+        # held: the loop keeps only a weak reference to a task
+        running.extend(asyncio.create_task(node.run()) for node in nodes)
         deadline = time.monotonic() + 60
         while not all(node.connected for node in nodes):
             if time.monotonic() > deadline:
@@ -171,7 +172,10 @@ async def main() -> None:
     await asyncio.gather(*(_board(p, label, rate, seconds, lat, counts) for p, label in pubs))
     elapsed = time.monotonic() - t0
     lat.sort()
-    pick = (lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]) if lat else (lambda q: -1.0)
+
+    def pick(q: float) -> float:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else -1.0
+
     print(json.dumps({"acked": counts[0], "failed": counts[1], "seconds": elapsed,
                       "p50": pick(0.5), "p99": pick(0.99),
                       "cpu_s": time.process_time() - cpu0}), flush=True)

@@ -77,7 +77,7 @@ def _compact(figures: dict[str, Any]) -> dict[str, Any]:
 def worker(scale: float, flood_s: float) -> None:
     results = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what the scenarios print goes to the log, not into the results
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # floods of sockets
     for line in sys.stdin:
         key = line.strip()
@@ -162,9 +162,10 @@ def print_table(results: dict[str, dict[str, Any]], flood_s: float) -> dict[str,
     print("\n  %-36s %-12s %-6s %9s %9s %9s %9s %-3s %9s" % (
         "scenario", "acked lost", "RSS of", "before", "peak", "after", "bound", "ok",
         "recovered"))
-    for key, (title, _) in SCENARIOS.items():
+    for key, (scenario, _) in SCENARIOS.items():
+        title = scenario
         if key == "board_flood":
-            title = "%s (%.0f s)" % (title, flood_s)
+            title = "%s (%.0f s)" % (scenario, flood_s)
         r = results[key]
         if "error" in r:
             bad["failed"] += 1

@@ -96,8 +96,8 @@ async def bench_cross(kind: str, size_mb: int) -> dict[str, float]:
 
 
 def bench_peer(cmd: list[str], size_mb: int, ping_seconds: float) -> dict[str, float]:
-    out = subprocess.run(cmd + ["--bench-self", "--size-mb", str(size_mb),
-                                "--ping-seconds", str(ping_seconds)],
+    out = subprocess.run([*cmd, "--bench-self", "--size-mb", str(size_mb),
+                          "--ping-seconds", str(ping_seconds)],
                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     for line in out.stdout.splitlines():
         if line.startswith("{"):

@@ -12,16 +12,7 @@ from pubmote_wire import batch, name
 from pubmote_wire.compat import const
 from pubmote_wire.rand import urandom
 
-try:
-    from time import ticks_diff, ticks_ms
-except ImportError:  # CPython, for host-side tests of the node
-    from time import monotonic
-
-    def ticks_ms():
-        return int(monotonic() * 1000)
-
-    def ticks_diff(a, b):
-        return a - b
+from .clock import ticks_diff, ticks_ms  # the port's, or CPython's stand-ins
 
 # one BATCH frame's bytes: framed, it fills the port's 258-byte frame buffer
 # (framing.FRAME_PART_MIN, frame_size_max(252) == 258). A 115200-baud UART carries ~4
@@ -34,11 +25,14 @@ _WINDOW = const(32)
 
 class Batcher:
     """Publishes of one node as BATCH records; on is False while the bridge refuses them.
-    What it uses of the node: config, counters, timeout_ms, and its port's up and send()."""
+    timed: timed BATCH frames, each record with its publish ticks (the form the bridge
+    agreed to at registration). What it uses of the node: config, counters, timeout_ms,
+    its port's up and send(), and its session's clock."""
 
-    def __init__(self, node):
+    def __init__(self, node, timed):
         self._node = node
         self.on = True
+        self.timed = timed
         r = urandom(4)
         # a new epoch per boot: the bridge tells this board's retransmissions (same epoch
         # and seq) from a rebooted board's new messages that reuse a seq
@@ -46,7 +40,8 @@ class Batcher:
         self._seq = 0
         # the records; two spare bytes: the frame's CRC goes there (batch.frame_inplace)
         self._buf = bytearray(_CAP + 2)
-        self._n = batch.begin(self._buf, batch.BATCH, self.epoch)
+        self._h = batch.begin(self._buf, batch.BATCH_T if timed else batch.BATCH, self.epoch)
+        self._n = self._h
         self._last = None  # the topic of the buffer's last record
         self._topic = None  # the last topic published, and its Name
         self._tname = None
@@ -62,9 +57,9 @@ class Batcher:
         self._room = asyncio.Event()  # a full buffer has been framed
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
-    async def publish(self, topic, payload):
-        """As Node.publish; None if the message is too big for a batch (then the node
-        publishes it as an NDN notify)."""
+    async def publish(self, topic, payload, stamp):
+        """As Node.publish (stamp: ticks_ms() when the app published it); None if the
+        message is too big for a batch (then the node publishes it as an NDN notify)."""
         node = self._node
         port = node.port
         cfg = node.config
@@ -72,8 +67,8 @@ class Batcher:
             self._tname = name.from_uri(topic if isinstance(topic, str) else topic.decode())
             self._topic = topic
         tname = self._tname
-        size = batch.record_size(tname, payload)
-        if size > _CAP - batch.HEADER or not tname or len(tname) > batch.TOPIC_MAX:
+        size = batch.record_size(tname, payload, False, self.timed)
+        if size > _CAP - self._h or not tname or len(tname) > batch.TOPIC_MAX:
             return None
         st = self._state
         if (len(st) >= cfg.get("max_soft", _WINDOW)
@@ -87,7 +82,7 @@ class Batcher:
         node.counters["published"] += 1
         try:
             for _ in range(cfg.get("retries", 3) + 1):
-                while not self._put(seq, tname, payload, size):
+                while not self._put(seq, tname, payload, size, stamp):
                     self._room.clear()  # full: its writer frames it soon
                     await self._room.wait()
                 if self._writer == seq:
@@ -115,7 +110,7 @@ class Batcher:
                 st.clear()  # a dict keeps its grown table when emptied: the last one frees it
             self._bytes -= size
 
-    def _put(self, seq, tname, payload, size):
+    def _put(self, seq, tname, payload, size, stamp):
         # add the record to the buffer if it has room (no coroutine: the common case); the
         # record that opens the buffer makes its publisher the writer. The record is
         # batch.add_record's, written here: publish has checked what add_record would
@@ -128,8 +123,12 @@ class Batcher:
             return False
         buf = self._buf
         pack_into = batch.pack_into  # batch's import of it: no global of our own
-        pack_into(">IB", buf, n, seq, tn)
-        n += 5
+        if self.timed:
+            pack_into(">IIB", buf, n, seq, stamp & batch.SEQ_MASK, tn)
+            n += 9
+        else:
+            pack_into(">IB", buf, n, seq, tn)
+            n += 5
         if tn:
             buf[n : n + tn] = tname
             n += tn
@@ -159,12 +158,16 @@ class Batcher:
 
     def _frame_records(self, out):
         # the port's frame buffer is ours (the link is): frame the records into it and
-        # empty the records buffer (out None: only empty it)
+        # empty the records buffer (out None: only empty it). A timed frame gets the
+        # board's time now, against which its records' ticks are read
         n = self._n
         k = 0
-        if out is not None and n > batch.HEADER:
+        if out is not None and n > self._h:
+            if self.timed:
+                now = ticks_ms()
+                batch.set_clock(self._buf, self._node.session.clock.value(now), now)
             k = batch.frame_inplace(out, 0, self._buf, n)
-        self._n = batch.HEADER
+        self._n = self._h
         self._last = None
         self._writer = -1
         self._ev = None  # the next buffer's records wait on an Event of their own

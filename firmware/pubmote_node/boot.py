@@ -60,13 +60,14 @@ def run(cfg=None):
 
 
 async def _main(node, cfg, ptr):
+    tasks = []  # held while the app runs
     if ptr is not None:
         from pubmote_node import trial
 
         if "trial" in ptr:
-            trial.start(node, ptr)
+            tasks.append(trial.start(node, ptr))
         elif ptr.get("report"):
-            asyncio.create_task(trial.send_pending(node))
+            tasks.append(asyncio.create_task(trial.send_pending(node)))
     app = cfg.get("app", "demo")
     if app == "demo":
         from pubmote_node import demo

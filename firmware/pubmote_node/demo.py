@@ -1,7 +1,9 @@
 # The demo app every board runs: a CBOR temperature reading each second, and an echo of
 # every command it receives, published on .../ack. Readings go through the board's outbox
 # (publish with wait=False): the app keeps its period while the bridge is away, and the
-# readings taken meanwhile follow, in order, once it is back.
+# readings taken meanwhile follow, in order, once it is back, each with the time it was
+# taken by the board's clock (taken_ms, null before the board first registered; the
+# message's own taken-time says the same to the bridge: docs/protocols/event-time.md).
 import asyncio
 
 from pubmote_wire import cbor
@@ -32,7 +34,8 @@ async def publisher(node, period_ms=1000):
     base = "/pubmote/demo/%s/" % node.name
     seq = 0
     while True:
-        reading = {"seq": seq, "t_ms": ticks_ms(), "celsius": read_temperature(seq)}
+        reading = {"seq": seq, "t_ms": ticks_ms(), "taken_ms": node.time_ms(),
+                   "celsius": read_temperature(seq)}
         await node.publish(base + "temperature", cbor.dumps(reading), wait=False)
         seq += 1
         await asyncio.sleep(period_ms / 1000)

@@ -11,6 +11,7 @@ from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.rand import urandom
 
+from .clock import ticks_ms
 from .face import MAX_PACKET, Exchange, Port
 from .session import Session
 
@@ -29,7 +30,8 @@ class Node:
     config: {"name": "sim1", "link": "pty"|"uart"|"stdio"|"tcp"|"udp", ...link settings,
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
     "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True,
-    "outbox_len": 64, "outbox_bytes": 4096}.
+    "outbox_len": 64, "outbox_bytes": 4096, "outbox_dir": None (a directory: the outbox
+    kept on the filesystem, outlog.py)}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     Its parts: port (the link's frames), exchange (Interests awaiting Data) and session
     (the bridge's registration: connected, gateway).
@@ -71,6 +73,10 @@ class Node:
         self._subscriber = None  # made at the first notify (subscriber.py)
         self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._outbox = None  # made at the first publish(..., wait=False) (outbox.py)
+        if config.get("outbox_dir"):  # the durable outbox: what a reboot left, queued again
+            from .outbox import Outbox
+
+            self._outbox = Outbox(self, self._publish_now)
 
     @property
     def connected(self):
@@ -102,7 +108,10 @@ class Node:
         wait=False: return "queued" at once: the message is in the board's outbox
         (outbox.py), sent in order after those queued before it, tried again until the
         bridge acks it; a full outbox drops its oldest (counters["outbox_dropped"]).
+        Either way the message carries the time of this call by the board's clock (its
+        taken-time: docs/protocols/event-time.md), however late it is sent.
         """
+        stamp = ticks_ms()
         payload = as_bytes(payload)
         if not wait:
             ob = self._outbox
@@ -110,14 +119,21 @@ class Node:
                 from .outbox import Outbox
 
                 ob = self._outbox = Outbox(self, self._publish_now)
-            ob.put(topic, payload)
+            ob.put(topic, payload, stamp)
             return "queued"
-        return await self._publish_now(topic, payload)
+        return await self._publish_now(topic, payload, stamp)
 
-    async def _publish_now(self, topic, payload):
+    def time_ms(self):
+        """Now by the board's clock (the gateway's time, taken at registration): ms since
+        1970, or None until the board has registered once (a long int on a 32-bit board)."""
+        return self.session.clock.ms(ticks_ms())
+
+    async def _publish_now(self, topic, payload, stamp):
+        # stamp: ticks_ms() when the app published it, its taken-time once read by the clock
+        # (None: not known, which a timed batch cannot say; the notify then carries none)
         b = self.session.batch
-        if b is not None and b.on:
-            ok = await b.publish(topic, payload)
+        if b is not None and b.on and stamp is not None:
+            ok = await b.publish(topic, payload, stamp)
             if ok is not None:
                 return ok
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
@@ -141,13 +157,15 @@ class Node:
         # (one round trip instead of two); a bridge that does not know INLINE_MSG fetches
         inline = data if cfg.get("inline", True) and n <= _INLINE_MAX else None
         key = self._key
+        clock = self.session.clock
         try:
             for _ in range(cfg.get("retries", 3) + 1):
                 n = ex.encode(
                     notify.encode_notify_interest, topic_name, self.prefix, nonce,
                     lifetime_ms=self.timeout_ms, signer=self._signer,
                     sig_nonce=urandom(8) if key else None,
-                    sig_time_ms=self.session.now_ms() if key else None, inline=inline)
+                    sig_time_ms=self.session.now_ms() if key else None, inline=inline,
+                    taken=clock.value(stamp))
                 if await ex.express(n, self.timeout_ms) is not None:
                     self.counters["acked"] += 1
                     return True
@@ -229,6 +247,8 @@ class Node:
     def run(self):
         """Keep the link up forever: open, register, keep alive, reopen on any fault. (The
         session's own coroutine: no frame of this one held on the heap while it runs.)"""
+        if self._outbox is not None:
+            self._outbox.kick()
         return self.session.run()
 
     # ---- packets in -------------------------------------------------------------------

@@ -4,7 +4,11 @@
 # (counters["outbox_dropped"]). One drain task, alive only while the outbox holds
 # messages, publishes them in order, each waiting for the bridge's ack before the next, so
 # a message is never overtaken; one the bridge does not ack is tried again once the board
-# is connected. Loaded at the first non-blocking publish only.
+# is connected. Loaded at the first non-blocking publish only, or at boot with the durable
+# outbox (config "outbox_dir": outlog.py keeps every queued message on the filesystem until
+# it leaves the outbox, and the outbox starts with those a reboot left there). Each message
+# keeps the time it was taken: its publish ticks while the board runs, and in its log
+# record the time itself (ticks mean nothing after a reboot), when the clock was synced.
 import asyncio
 
 from pubmote_wire.compat import const
@@ -20,7 +24,8 @@ _TRIES = const(3)
 
 class Outbox:
     """put() queues a message and returns at once; the drain task publishes them in order
-    through send(topic, payload) (the node's waited publish: True once acked)."""
+    through send(topic, payload, stamp) (the node's waited publish: True once acked; stamp
+    the ticks of the app's publish, None when its time is not known)."""
 
     def __init__(self, node, send):
         self._node = node
@@ -31,39 +36,86 @@ class Outbox:
         # topic, payload, topic, payload, ... (a flat list: no tuple per message). A topic
         # equal to the one before is stored as that object: a sensor's readings share one
         self._q = []
+        # each message's publish ticks beside _q, or (replayed after a reboot) the 8 bytes
+        # of its time as the log kept it, made ticks again once the clock is synced
+        self._stamps = []
         self._bytes = 0
         self._popped = 0  # messages taken off the head: tells the drain its own went
         self._draining = False
+        self._log = None
+        path = node.config.get("outbox_dir")
+        if path:
+            from .outlog import OutLog
+
+            node.counters["outbox_log_failed"] = 0
+            # "{name}": boards that share a filesystem (simulated ones) each keep their own
+            log = OutLog(path.replace("{name}", node.name))
+            try:
+                held = log.replay()
+            except OSError:  # no filesystem there: the board runs, its outbox in RAM
+                node.counters["outbox_log_failed"] += 1
+                held = ()
+                log = None
+            self._log = log
+            for fields in held:
+                topic = fields[0].decode()
+                self._room(len(topic) + len(fields[1]))
+                self._hold(topic, fields[1], fields[2] if len(fields) > 2 and fields[2] else None)
 
     def __len__(self):
         return len(self._q) // 2
 
-    def put(self, topic, payload):
+    def put(self, topic, payload, stamp):
+        size = len(topic) + len(payload)
+        if size > self._node.config.get("outbox_bytes", _BYTES):
+            raise ValueError("message larger than the outbox")
+        self._room(size)
+        log = self._log
+        if log is not None:
+            # on flash before the app hears "queued" (after the drops: its record carries
+            # the cursor past them)
+            t = topic.encode() if isinstance(topic, str) else topic
+            taken = self._node.session.clock.value(stamp)
+            if not log.append((t, payload, taken if taken is not None else b"")):
+                self._node.counters["outbox_log_failed"] += 1
+        self._hold(topic, payload, stamp)
+        self.kick()
+
+    def kick(self):
+        """Start the drain if messages wait and none runs (at a put, and once the node
+        runs: a durable outbox starts with what a reboot left in it)."""
+        if self._q and not self._draining:
+            self._draining = True
+            asyncio.create_task(self._drain())
+
+    def _room(self, size):
+        # the oldest dropped (and counted) until a message of size fits
         q = self._q
         cfg = self._node.config
-        size = len(topic) + len(payload)
-        if q and topic == q[-2]:
-            topic = q[-2]
         max_len = cfg.get("outbox_len", _LEN)
         max_bytes = cfg.get("outbox_bytes", _BYTES)
-        if size > max_bytes:
-            raise ValueError("message larger than the outbox")
         while q and (len(q) // 2 >= max_len or self._bytes + size > max_bytes):
             self._pop()
             self._node.counters["outbox_dropped"] += 1
+
+    def _hold(self, topic, payload, stamp):
+        q = self._q
+        if q and topic == q[-2]:
+            topic = q[-2]
         q.append(topic)
         q.append(payload)
-        self._bytes += size
-        if not self._draining:
-            self._draining = True
-            asyncio.create_task(self._drain())
+        self._stamps.append(stamp)
+        self._bytes += len(topic) + len(payload)
 
     def _pop(self):
         q = self._q
         self._bytes -= len(q[0]) + len(q[1])
         q.pop(0)
         q.pop(0)
+        self._stamps.pop(0)
         self._popped += 1
+        if self._log is not None:
+            self._log.done()
 
     async def _drain(self):
         q = self._q
@@ -78,8 +130,11 @@ class Outbox:
                     continue
                 popped = self._popped
                 full = counters["soft_full"]
+                stamp = self._stamps[0]
+                if stamp is not None and not isinstance(stamp, int):
+                    stamp = session.clock.stamp_of(stamp)
                 try:
-                    ok = await self._send(q[0], q[1])
+                    ok = await self._send(q[0], q[1], stamp)
                 except ValueError:  # too big for one packet: it never will be sent
                     ok = None
                 # put() may have dropped it (full) while it was on its way: the head is
@@ -107,3 +162,4 @@ class Outbox:
             self._draining = False
             if not q:
                 self._q = []  # a list keeps its grown storage when emptied: let it go
+                self._stamps = []

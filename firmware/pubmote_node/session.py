@@ -5,6 +5,7 @@ import asyncio
 
 from pubmote_wire.compat import const
 
+from .clock import Clock, ticks_ms
 from .face import wait_ms
 
 # registrations missed in a row before the board counts itself not connected (and tries
@@ -20,8 +21,8 @@ _BACKOFF_MAX_MS = const(5000)  # ... doubling up to this
 
 class Session:
     """run() keeps the node registered with its bridge. connected, gateway (the bridge's
-    name), batch (the link batches, once a bridge takes them) and now_ms() (the gateway's
-    clock) say what it learnt; set wake to register again at once.
+    name), batch (the link batches, once a bridge takes them), clock (the gateway's time,
+    clock.py) and now_ms() say what it learnt; set wake to register again at once.
 
     What it uses of the node: name, prefix, config, counters, timeout_ms, port, exchange
     and filters(); served is the node's list of (name prefix, handler) it registers too."""
@@ -38,7 +39,9 @@ class Session:
         self.connected = False
         self.gateway = None
         self.batch = None
-        self._clock_offset_ms = 0  # set from the gateway's clock at registration
+        # set from the gateway's clock at registration: by a board with a key only from a
+        # reply signed with it; kept through reconnects (docs/protocols/event-time.md)
+        self.clock = Clock()
         # drawn once per start-up and sent with every registration: the bridge tells a
         # restarted board (which lost what it was given, e.g. retained last values) from a
         # re-registering one
@@ -53,8 +56,9 @@ class Session:
             self.wifi = wifi.from_config(config, wlan)
 
     def now_ms(self):
-        """Milliseconds since 1970 by the gateway's clock (boards may have none)."""
-        return _local_ms() + self._clock_offset_ms
+        """Milliseconds since 1970 by the gateway's clock, else the board's own."""
+        t = self.clock.ms(ticks_ms())
+        return _local_ms() if t is None else t
 
     async def run(self):
         """Keep the link up forever: open, register, keep alive, reopen on any fault."""
@@ -119,7 +123,8 @@ class Session:
 
         node = self._node
         key = self._key
-        batches = node.config.get("batch", True) and not key
+        # link batches offered in their second form, records with taken-times
+        batches = 2 if node.config.get("batch", True) and not key else 0
         params = control.register_params(node.name, name.to_uri(node.prefix), node.filters(),
                                          [name.to_uri(p) for p, _ in self._served], batches,
                                          self._boot)
@@ -128,27 +133,33 @@ class Session:
             control.encode_register, node.name.encode(), params, -1, node.timeout_ms,
             self._signer if key else None, urandom(8) if key else None,
             self.now_ms() if key else None)
+        t_sent = ticks_ms()
         p = await ex.express(n, node.timeout_ms, keep=True)
+        t_recv = ticks_ms()
         if p is None:
             return False
         node.counters["registrations"] += 1
         _, d, pkt = p
         try:
-            self.gateway, gw_ms, taken = control.decode_reply(d.content)
-            # link batches when both sides take them (docs/protocols/link-batch.md)
-            if batches and taken:
-                if self.batch is None:
+            self.gateway, gw_ms, form = control.decode_reply(d.content)
+            # link batches when both sides take them (docs/protocols/link-batch.md); a
+            # batcher keeps the record form (with or without taken-times) it began with
+            b = self.batch
+            if batches and form:
+                if b is None:
                     from .batch_link import Batcher
 
-                    self.batch = Batcher(node)
-                self.batch.on = True
-            elif self.batch is not None:
-                self.batch.on = False
-            if gw_ms and key:
-                from pubmote_wire.data import verify_data
+                    b = self.batch = Batcher(node, form >= 2)
+                b.on = form >= 2 or not b.timed
+            elif b is not None:
+                b.on = False
+            if type(gw_ms) is int:
+                if key:
+                    from pubmote_wire.data import verify_data
 
-                if verify_data(d, pkt, key):
-                    self._clock_offset_ms = gw_ms - _local_ms()
+                    if not verify_data(d, pkt, key):
+                        return True
+                self.clock.sync(gw_ms, t_sent, t_recv)
         except (DecodeError, AttributeError, TypeError):
             pass
         return True

@@ -15,7 +15,8 @@ _DOG_SLACK_MS = const(2000)  # the thread waits this much longer than the event 
 
 
 def start(node, ptr):
-    """Watch the app on trial: before it is imported (it may block at import)."""
+    """Watch the app on trial: before it is imported (it may block at import). Returns the
+    watch's task (the caller holds it)."""
     healthy = [False]
     trial = ptr["trial"]
     try:
@@ -25,7 +26,7 @@ def start(node, ptr):
                                         + _DOG_SLACK_MS, healthy))
     except (ImportError, OSError, RuntimeError):
         pass  # no threads here: only the event loop's watch
-    asyncio.create_task(watch(node, ptr, healthy))
+    return asyncio.create_task(watch(node, ptr, healthy))
 
 
 def _dog(limit_ms, healthy):

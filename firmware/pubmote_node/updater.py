@@ -176,7 +176,8 @@ class _Writer:
         # file k, appended to after its first `have` bytes; empty files made on the way
         while self._k < len(self._files):
             size = self._files[self._k][1]
-            self._f = open(self._path(self._k), "ab" if have else "wb")
+            # closed by write() once the file is whole, or by close()
+            self._f = open(self._path(self._k), "ab" if have else "wb")  # noqa: SIM115
             self._left = size - have
             if self._left:
                 return

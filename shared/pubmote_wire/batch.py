@@ -6,6 +6,11 @@
 # BATCH frame: C0 | epoch u32 | records;  record: seq u32 | topic length u8 (0: the topic of
 #   the record before it) | topic (Name TLV-VALUE: its components) | payload length u16 | payload
 # ACKS frame:  C1 | epoch u32 | runs of acked seqs: first seq u32, count u16 ...
+# Timed BATCH: C2 | epoch u32 | clock u64 | ticks u32 | records; record: seq u32 | ticks
+#   u32 | then as above. clock: the board's time (ms since 1970) at the header's ticks, 0
+#   when it has no synced clock; a record's ticks: when it was published (both on the
+#   board's 2**30 ms counter), so it was taken at clock - (header ticks - record ticks)
+#   (docs/protocols/event-time.md).
 # Integers big-endian. epoch and seq stay below 2**30 (small ints on a 32-bit board).
 from struct import pack_into
 
@@ -15,8 +20,11 @@ from .errors import DecodeError, EncodeError
 
 BATCH = const(0xC0)
 ACKS = const(0xC1)
+BATCH_T = const(0xC2)
 HEADER = const(5)  # type and epoch
+HEADER_T = const(17)  # type, epoch, clock and ticks
 RECORD_OVERHEAD = const(7)  # seq, topic length, payload length
+TICKS = const(4)  # a timed record's ticks
 TOPIC_MAX = const(255)
 SEQ_MASK = const(0x3FFFFFFF)
 
@@ -33,24 +41,42 @@ def _get32(buf, off):
 
 
 def begin(buf, typ, epoch):
-    """Start a BATCH or ACKS frame in buf[0:]; returns the offset after its header."""
-    if len(buf) < HEADER:
+    """Start a BATCH, timed BATCH or ACKS frame in buf[0:] (a timed one with clock 0:
+    set_clock fills it in); returns the offset after its header."""
+    h = HEADER_T if typ == BATCH_T else HEADER
+    if len(buf) < h:
         raise EncodeError("buffer too small for a batch header")
     if epoch < 0 or epoch > SEQ_MASK:
         raise EncodeError("epoch out of range")
     buf[0] = typ
     _put32(buf, 1, epoch)
-    return HEADER
+    for i in range(HEADER, h):
+        buf[i] = 0
+    return h
 
 
-def record_size(topic, payload, same_topic=False):
-    """Bytes one record takes (same_topic: it names the previous record's topic)."""
-    return RECORD_OVERHEAD + (0 if same_topic else len(topic)) + len(payload)
+def set_clock(buf, clock, ticks):
+    """A timed BATCH's clock and ticks, as the frame is sent: clock the 8 bytes of the
+    board's time at ticks (the firmware's clock.py), None when it has none (written as 0)."""
+    if clock is None:
+        for i in range(HEADER, HEADER + 8):
+            buf[i] = 0
+    else:
+        buf[HEADER : HEADER + 8] = clock
+    _put32(buf, HEADER + 8, ticks & SEQ_MASK)
 
 
-def add_record(buf, off, seq, topic, payload, same_topic=False):
-    """Write one record at buf[off]; returns the offset after it. EncodeError if it does
-    not fit, or topic (1..255 bytes) or payload (< 65536) is out of range."""
+def record_size(topic, payload, same_topic=False, timed=False):
+    """Bytes one record takes (same_topic: it names the previous record's topic; timed:
+    a timed BATCH's record, with its ticks)."""
+    return (RECORD_OVERHEAD + (TICKS if timed else 0) + (0 if same_topic else len(topic))
+            + len(payload))
+
+
+def add_record(buf, off, seq, topic, payload, same_topic=False, ticks=None):
+    """Write one record at buf[off] (ticks: a timed BATCH's, when it was published);
+    returns the offset after it. EncodeError if it does not fit, or topic (1..255 bytes)
+    or payload (< 65536) is out of range."""
     tn = 0 if same_topic else len(topic)
     if not same_topic and (tn == 0 or tn > TOPIC_MAX):
         raise EncodeError("topic must be 1..255 bytes")
@@ -59,11 +85,15 @@ def add_record(buf, off, seq, topic, payload, same_topic=False):
         raise EncodeError("payload too large for a batch record")
     if seq < 0 or seq > SEQ_MASK:
         raise EncodeError("seq out of range")
-    end = off + RECORD_OVERHEAD + tn + pn
+    k = 0 if ticks is None else TICKS
+    end = off + RECORD_OVERHEAD + k + tn + pn
     if end > len(buf):
         raise EncodeError("buffer too small for the record")
-    pack_into(">IB", buf, off, seq, tn)  # one C call: this runs once per message
-    p = off + 5
+    if k:
+        pack_into(">IIB", buf, off, seq, ticks & SEQ_MASK, tn)
+    else:
+        pack_into(">IB", buf, off, seq, tn)  # one C call: this runs once per message
+    p = off + 5 + k
     if tn:
         buf[p : p + tn] = topic
         p += tn
@@ -73,27 +103,40 @@ def add_record(buf, off, seq, topic, payload, same_topic=False):
 
 
 def decode_batch(pkt):
-    """(epoch, [(seq, topic, payload), ...]) of a BATCH frame, topic and payload as
-    memoryview slices of pkt. The whole frame is checked before anything is returned:
-    DecodeError if any record is malformed, so a torn batch is never half taken."""
+    """(epoch, [(seq, topic, payload, taken), ...]) of a BATCH or timed BATCH frame, topic
+    and payload as memoryview slices of pkt, taken the ms since 1970 the record was
+    published at (None: a plain BATCH, or the board had no synced clock). The whole frame
+    is checked before anything is returned: DecodeError if any record is malformed, so a
+    torn batch is never half taken."""
     n = len(pkt)
-    if n < HEADER or pkt[0] != BATCH:
+    timed = n >= HEADER and pkt[0] == BATCH_T
+    h = HEADER_T if timed else HEADER
+    if n < h or (pkt[0] != BATCH and not timed):
         raise DecodeError("not a batch frame")
     mv = memoryview(pkt)
     epoch = _get32(pkt, 1)
     if epoch > SEQ_MASK:
         raise DecodeError("batch epoch out of range")
+    clock, hticks = _header_clock(pkt) if timed else (None, 0)
+    k = TICKS if timed else 0
     out = []
     topic = None
-    p = HEADER
+    p = h
     while p < n:
-        if p + 5 > n:
+        if p + 5 + k > n:
             raise DecodeError("batch record cut short")
         seq = _get32(pkt, p)
         if seq > SEQ_MASK:
             raise DecodeError("batch seq out of range")
-        tn = pkt[p + 4]
-        p += 5
+        taken = None
+        if k:
+            ticks = _get32(pkt, p + 4)
+            if ticks > SEQ_MASK:
+                raise DecodeError("batch ticks out of range")
+            if clock is not None:
+                taken = clock - ((hticks - ticks) & SEQ_MASK)
+        tn = pkt[p + 4 + k]
+        p += 5 + k
         if tn:
             if p + tn > n:
                 raise DecodeError("batch topic cut short")
@@ -107,11 +150,21 @@ def decode_batch(pkt):
         p += 2
         if p + pn > n:
             raise DecodeError("batch payload cut short")
-        out.append((seq, topic, mv[p : p + pn]))
+        out.append((seq, topic, mv[p : p + pn], taken))
         p += pn
     if not out:
         raise DecodeError("empty batch")
     return epoch, out
+
+
+def _header_clock(pkt):
+    # a timed frame's clock (ms since 1970; None: the board had no synced clock) and the
+    # board's ticks at that time
+    clock = (_get32(pkt, HEADER) << 32) | _get32(pkt, HEADER + 4)
+    hticks = _get32(pkt, HEADER + 8)
+    if hticks > SEQ_MASK:
+        raise DecodeError("batch ticks out of range")
+    return (clock if clock else None), hticks
 
 
 def add_acks(buf, off, seqs):

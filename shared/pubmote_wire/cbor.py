@@ -196,27 +196,31 @@ def _enc(buf, off, obj):
         h = _write_head(buf, off, major, n)
         buf[off + h : off + h + n] = obj
         return h + n
-    p = off
     if t is dict:
-        p += _write_head(buf, p, 5, len(obj))
-        if len(obj) == 1:
-            for k in obj:
-                p += _enc(buf, p, k)
-                p += _enc(buf, p, obj[k])
-            return p - off
-        # Keys in RFC 8949 section 4.2.1 order (bytewise by encoded key), so every runtime
-        # writes the same bytes: MicroPython's dict order is hash order, not insertion.
-        keys = [(dumps(k), k) for k in obj]
-        keys.sort()
-        for kb, k in keys:
-            n = len(kb)
-            buf[p : p + n] = kb
-            p += n
-            p += _enc(buf, p, obj[k])
-        return p - off
+        return _enc_map(buf, off, obj)
+    p = off
     p += _write_head(buf, p, 4, len(obj))
     for x in obj:
         p += _enc(buf, p, x)
+    return p - off
+
+
+def _enc_map(buf, off, obj):
+    p = off + _write_head(buf, off, 5, len(obj))
+    if len(obj) == 1:
+        for k in obj:
+            p += _enc(buf, p, k)
+            p += _enc(buf, p, obj[k])
+        return p - off
+    # Keys in RFC 8949 section 4.2.1 order (bytewise by encoded key), so every runtime
+    # writes the same bytes: MicroPython's dict order is hash order, not insertion.
+    keys = [(dumps(k), k) for k in obj]
+    keys.sort()
+    for kb, k in keys:
+        n = len(kb)
+        buf[p : p + n] = kb
+        p += n
+        p += _enc(buf, p, obj[k])
     return p - off
 
 
@@ -246,6 +250,7 @@ def _ieee(bits, exp_bits, mant_bits):
 
 
 _NAN = float("nan")
+_SIMPLE = (False, True, None)
 
 
 def _nan64(buf, p):
@@ -318,18 +323,7 @@ def _dec(buf, off, end, depth):
         if p + w > end:
             raise DecodeError("truncated CBOR head")
         if major == 7:
-            if ai == 24:
-                raise DecodeError("unsupported simple value")
-            if ai == 25:
-                return _half((buf[p] << 8) | buf[p + 1]), 3
-            if ai == 26:
-                bits = (buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
-                return _ieee(bits, 8, 23), 5
-            if (buf[p] & 0x7F) == 0x7F and buf[p + 1] >= 0xF0 and _nan64(buf, p):
-                # by hand: the RP2040's double-to-float conversion turns a NaN into
-                # infinity (found on the rp2 port)
-                return _NAN, 9
-            return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
+            return _dec_float(buf, p, ai)
         arg = 0
         for i in range(p, p + w):
             arg = (arg << 8) | buf[i]
@@ -347,49 +341,73 @@ def _dec(buf, off, end, depth):
             raise DecodeError("CBOR string runs past end of input")
         v = bytes(buf[p : p + arg])
         if major == 3:
-            if not _STRICT_DECODE:
-                _check_utf8(v)
-            try:
-                v = v.decode("utf-8")
-            except UnicodeError:
-                raise DecodeError("invalid UTF-8") from None
+            v = _text(v)
         return v, p + arg - off
     if major == 4 or major == 5:
-        if depth >= MAX_DEPTH:
-            raise DecodeError("CBOR nesting too deep")
-        # Every item takes at least one byte: a count larger than what is left is a lie.
-        per = 1 if major == 4 else 2
-        if arg > (end - p) // per:
-            raise DecodeError("CBOR container runs past end of input")
-        if major == 4:
-            out = []
-            for _ in range(arg):
-                v, n = _dec(buf, p, end, depth + 1)
-                p += n
-                out.append(v)
-            return out, p - off
-        out = {}
-        for _ in range(arg):
-            k, n = _dec(buf, p, end, depth + 1)
-            p += n
+        return _dec_container(buf, p, end, depth, major, arg, off)
+    # major 7 with a small argument: false, true, null; major 6: a tag
+    if major == 7 and 20 <= arg <= 22:
+        return _SIMPLE[arg - 20], 1
+    raise DecodeError("CBOR tags not supported" if major == 6 else "unsupported simple value")
+
+
+# _dec's steps by kind of item: each returns the value (and its size where the item's
+# head alone does not give it)
+
+
+def _dec_float(buf, p, ai):
+    # major 7 with a 1 to 8 byte argument (checked to be there): a float
+    if ai == 24:
+        raise DecodeError("unsupported simple value")
+    if ai == 25:
+        return _half((buf[p] << 8) | buf[p + 1]), 3
+    if ai == 26:
+        bits = (buf[p] << 24) | (buf[p + 1] << 16) | (buf[p + 2] << 8) | buf[p + 3]
+        return _ieee(bits, 8, 23), 5
+    if (buf[p] & 0x7F) == 0x7F and buf[p + 1] >= 0xF0 and _nan64(buf, p):
+        # by hand: the RP2040's double-to-float conversion turns a NaN into
+        # infinity (found on the rp2 port)
+        return _NAN, 9
+    return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
+
+
+def _text(b):
+    if not _STRICT_DECODE:
+        _check_utf8(b)
+    try:
+        return b.decode("utf-8")
+    except UnicodeError:
+        raise DecodeError("invalid UTF-8") from None
+
+
+def _dec_container(buf, p, end, depth, major, count, off):
+    # an array (major 4) or a map (5) of count items (pairs) from p; off: its head's
+    if depth >= MAX_DEPTH:
+        raise DecodeError("CBOR nesting too deep")
+    # Every item takes at least one byte: a count larger than what is left is a lie.
+    if count > (end - p) // (1 if major == 4 else 2):
+        raise DecodeError("CBOR container runs past end of input")
+    if major == 4:
+        out = []
+        for _ in range(count):
             v, n = _dec(buf, p, end, depth + 1)
             p += n
-            if type(k) is list or type(k) is dict:
-                raise DecodeError("unhashable CBOR map key")
-            if k in out or (k != k and _has_nan(out)):
-                raise DecodeError("duplicate CBOR map key")
-            out[k] = v
+            out.append(v)
         return out, p - off
-    if major == 6:
-        raise DecodeError("CBOR tags not supported")
-    # major 7 with a small argument
-    if arg == 20:
-        return False, 1
-    if arg == 21:
-        return True, 1
-    if arg == 22:
-        return None, 1
-    raise DecodeError("unsupported simple value")
+    out = {}
+    for _ in range(count):
+        k, n = _dec(buf, p, end, depth + 1)
+        p += n
+        v, n = _dec(buf, p, end, depth + 1)
+        p += n
+        if type(k) is list or type(k) is dict:
+            raise DecodeError("unhashable CBOR map key")
+        if k in out or (k != k and _has_nan(out)):
+            raise DecodeError("duplicate CBOR map key")
+        out[k] = v
+    return out, p - off
+
+
 
 
 def _has_nan(d):

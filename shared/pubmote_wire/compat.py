@@ -1,6 +1,6 @@
 # Tiny shims so one source runs on CPython and MicroPython.
 try:
-    from micropython import const  # noqa: F401
+    from micropython import const
 except ImportError:  # CPython
 
     def const(x):

@@ -15,14 +15,15 @@ HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"  # /pubmote/ctl/hello
 
 
 # The registration's ApplicationParameters: a CBOR map (docs/protocols/control.md).
-# filters: byte strings; prefix and serve: text URIs; batch: offer link batches
-# (docs/protocols/link-batch.md; the key is left out when not offered); boot: a number the
+# filters: byte strings; prefix and serve: text URIs; batch: offer link batches, 2 with
+# taken-times in their records, 1 without (docs/protocols/link-batch.md; the key is left
+# out when not offered); boot: a number the
 # board drew at start-up (below 2^24: a small int on every port), so the bridge tells a
 # restarted board, which lost what it was given, from one re-registering (None: left out).
 def register_params(board, prefix, filters, serve, batch, boot):
     info = {"name": board, "prefix": prefix, "filters": filters, "serve": serve}
     if batch:
-        info["batch"] = 1
+        info["batch"] = 2 if batch == 2 else 1
     if boot is not None:
         info["boot"] = boot
     return cbor.dumps(info)
@@ -40,7 +41,8 @@ def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_non
 
 
 # The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
-# served Names, at most 8, whether batches are offered, boot number or None). DecodeError
+# served Names, at most 8, the batch form offered (0: none, 1, 2), boot number or None).
+# DecodeError
 # for anything but the map the page describes.
 def decode_register_params(params):
     from .errors import DecodeError
@@ -65,27 +67,36 @@ def decode_register_params(params):
     served = []
     for s in serve[:8]:  # a board serves at most 8 prefixes besides its own
         served.append(name.from_uri(s))  # DecodeError for a non-str or a bad URI
-    return board, name.from_uri(prefix), filters, served, bool(info.get("batch")), boot
+    return board, name.from_uri(prefix), filters, served, _batch_form(info), boot
+
+
+# The link batch form a registration or its reply names: 0 (none), 1 (records without
+# taken-times) or 2 (with them); a later form is read as the latest this codec knows.
+def _batch_form(info):
+    v = info.get("batch")
+    if type(v) is int and v >= 2:
+        return 2
+    return 1 if v else 0
 
 
 # The registration reply's Content: the bridge's NDN prefix (text URI), its clock, and
-# whether it takes the board's link batches.
+# the form of the board's link batches it takes (0: none, 1, 2: with taken-times).
 def reply_content(gateway, time_ms, batch):
     info = {"gateway": gateway, "time_ms": time_ms}
     if batch:
-        info["batch"] = 1
+        info["batch"] = 2 if batch == 2 else 1
     return cbor.dumps(info)
 
 
-# The board's reading of reply_content: (gateway URI or None, time_ms or None, batches
-# accepted).
+# The board's reading of reply_content: (gateway URI or None, time_ms or None, the batch
+# form accepted: 0, 1 or 2).
 def decode_reply(content):
     info = cbor.loads(content)
     if type(info) is not dict:
         from .errors import DecodeError
 
         raise DecodeError("not a registration reply")
-    return info.get("gateway"), info.get("time_ms"), bool(info.get("batch"))
+    return info.get("gateway"), info.get("time_ms"), _batch_form(info)
 
 
 # The hello Interest /pubmote/ctl/hello/<rand> (rand: 4 random bytes; nonce -1: a random

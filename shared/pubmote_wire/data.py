@@ -154,20 +154,7 @@ def decode_data(buf, into=None):
         if k == 3:
             d.content = mv[vs:ve]
         elif k == 2:
-            q = d.reader2
-            q.reset(buf, vs, ve)
-            while q.next():
-                t = q.typ
-                if t == _CONTENT_TYPE and d.content_type is None:
-                    d.content_type = q.nonneg()
-                elif t == _FRESHNESS and d.freshness_ms is None:
-                    d.freshness_ms = q.nonneg()
-                elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
-                    if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
-                        raise DecodeError("bad name component")
-                    d.final_block_id = mv[q.vstart : q.vend]
-                elif is_critical(t):
-                    raise DecodeError("unknown critical TLV")
+            _parse_meta_info(d, buf, mv, vs, ve)
         elif k == 4:
             parse_info(d, d.reader2, buf, vs, ve, False)
             d.signed_end = ve
@@ -176,6 +163,24 @@ def decode_data(buf, into=None):
     if d.signed_end < 0 or d.sig_value is None:
         raise DecodeError("bad Data")
     return d
+
+
+# MetaInfo's fields into d (the first of each; a repeat is skipped).
+def _parse_meta_info(d, buf, mv, vs, ve):
+    q = d.reader2
+    q.reset(buf, vs, ve)
+    while q.next():
+        t = q.typ
+        if t == _CONTENT_TYPE and d.content_type is None:
+            d.content_type = q.nonneg()
+        elif t == _FRESHNESS and d.freshness_ms is None:
+            d.freshness_ms = q.nonneg()
+        elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
+            if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
+                raise DecodeError("bad name component")
+            d.final_block_id = mv[q.vstart : q.vend]
+        elif is_critical(t):
+            raise DecodeError("unknown critical TLV")
 
 
 # Check the signature of a decoded Data against its input bytes.

@@ -138,24 +138,17 @@ def _fh_len(fh):
 def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=False,
                  must_be_fresh=False, forwarding_hint=None, nonce=None, lifetime_ms=None,
                  hop_limit=None, app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
-                 sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None):
+                 sig_seq=None, params_len=-1, fill=None, fill_a=None, fill_b=None, fill_c=None,
+                 fill_d=None):
     # The codec's Interest writer (encode_interest, and control.py's and notify.py's
     # packets, call it). Sizes by arithmetic, then fields written in place (buf None:
     # return the size only). The name is name + n2 + n3 (+ generic n4), see put_name, so
     # notify names need no concatenated copy. Keyword-only past the name: a call says what
     # each value is, and on MicroPython matching a keyword costs no allocation. With fill,
     # the ApplicationParameters are params_len bytes that fill(buf, off, fill_a, fill_b,
-    # fill_c) writes, so the notify parameters need no bytes object of their own. A nonce
-    # of -1 is a random one.
-    if fill is not None:
-        al = params_len
-    elif app_params is not None:
-        al = len(app_params)
-    elif signer is not None:
-        app_params = b""
-        al = 0
-    else:
-        al = -1
+    # fill_c, fill_d) writes, so the notify parameters need no bytes object of their own. A
+    # nonce of -1 is a random one.
+    al = _params_len(fill, params_len, app_params, signer)
     if al >= 0:
         name = _strip_digest(name)
     nl0 = name_len(name, n2, n3, n4)
@@ -180,13 +173,7 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
     if must_be_fresh:
         p += write_tl(buf, p, 0x12, 0)
     if forwarding_hint:
-        p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(forwarding_hint))
-        t = type(forwarding_hint)
-        if t is bytes or t is bytearray or t is memoryview:
-            p += write_tlv(buf, p, _NAME, forwarding_hint)
-        else:
-            for f in forwarding_hint:
-                p += write_tlv(buf, p, _NAME, f)
+        p = _put_forwarding_hint(buf, p, forwarding_hint)
     if nonce is not None:
         if nonce < 0:
             buf[p] = 0x0A
@@ -202,20 +189,52 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
         p += 3
     if al >= 0:
         a0 = p
-        p += write_tl(buf, p, _APP_PARAMS, al)
-        if fill is not None:
-            fill(buf, p, fill_a, fill_b, fill_c)
-        else:
-            buf[p : p + al] = app_params
-        p += al
-        mv = memoryview(buf)
-        if signer is not None:
-            p += signer.write_info(buf, p, 0x2C, sig_nonce, sig_time_ms, sig_seq)
-            sig = signer.sign2(mv, ns, ne, a0, p)
-            p += write_tlv(buf, p, 0x2E, sig)
-        # The digest covers ApplicationParameters through the end of the Interest.
-        buf[ne + 2 : ne + 34] = sha256(mv[a0:p]).digest()
+        p = _put_params(buf, p, al, app_params, fill, fill_a, fill_b, fill_c, fill_d)
+        p = _sign_and_digest(buf, p, ns, ne, a0, signer, sig_nonce, sig_time_ms, sig_seq)
     return p - off
+
+
+def _params_len(fill, params_len, app_params, signer):
+    # the ApplicationParameters' length, -1 for none: a signed Interest has them (empty)
+    if fill is not None:
+        return params_len
+    if app_params is not None:
+        return len(app_params)
+    return 0 if signer is not None else -1
+
+
+def _put_forwarding_hint(buf, p, fh):
+    # the ForwardingHint: one Name, or a list of them
+    p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
+    t = type(fh)
+    if t is bytes or t is bytearray or t is memoryview:
+        return p + write_tlv(buf, p, _NAME, fh)
+    for f in fh:
+        p += write_tlv(buf, p, _NAME, f)
+    return p
+
+
+def _put_params(buf, p, al, app_params, fill, fill_a, fill_b, fill_c, fill_d):
+    # the ApplicationParameters: app_params, or al bytes that fill writes in place
+    p += write_tl(buf, p, _APP_PARAMS, al)
+    if fill is not None:
+        fill(buf, p, fill_a, fill_b, fill_c, fill_d)
+    elif al:
+        buf[p : p + al] = app_params
+    return p + al
+
+
+def _sign_and_digest(buf, p, ns, ne, a0, signer, sig_nonce, sig_time_ms, sig_seq):
+    # The signature (if any) after the ApplicationParameters (at a0), then the digest
+    # component's value (its TL at ne, written already), which covers ApplicationParameters
+    # through the end of the Interest
+    mv = memoryview(buf)
+    if signer is not None:
+        p += signer.write_info(buf, p, 0x2C, sig_nonce, sig_time_ms, sig_seq)
+        sig = signer.sign2(mv, ns, ne, a0, p)
+        p += write_tlv(buf, p, 0x2E, sig)
+    buf[ne + 2 : ne + 34] = sha256(mv[a0:p]).digest()
+    return p
 
 
 # Write an Interest at buf[off]; return the bytes written (buf None: just count).

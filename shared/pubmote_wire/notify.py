@@ -17,6 +17,10 @@ PUBLISHER_FWD_HINT = const(0xD3)
 # that does not know it ignores it and fetches as ndn-python-repo's PubSub does
 # (docs/protocols/board-link.md).
 INLINE_MSG = const(0xF0)
+# pubmote's taken-time: when the message was taken, ms since 1970 by the publisher's
+# clock (a NonNegativeInteger; absent: the publisher has no synced clock). Even, so
+# non-critical too (docs/protocols/event-time.md).
+TAKEN_TIME = const(0xF2)
 APP_PARAM = const(0x24)
 _NAME = const(0x07)
 # the components notify and msg (pubmote_wire.control matches names with them too)
@@ -38,8 +42,9 @@ def msg_name(publisher, topic, nonce):
 
 
 # Bytes of the NotifyAppParam value (what goes inside ApplicationParameters).
-def notify_params_size(publisher, nonce, fwd_hint=None):
-    n = 0
+# taken: TakenTime's value, the 8 bytes of a NonNegativeInteger (taken_value), or None.
+def notify_params_size(publisher, nonce, fwd_hint=None, taken=None):
+    n = 0 if taken is None else tl_size(TAKEN_TIME, len(taken))
     if publisher is not None:
         n += tl_size(_NAME, len(publisher))
     if nonce is not None:
@@ -50,7 +55,7 @@ def notify_params_size(publisher, nonce, fwd_hint=None):
 
 
 # Write the NotifyAppParam value at buf[off]; return the bytes written.
-def write_notify_params(buf, off, publisher, nonce, fwd_hint=None):
+def write_notify_params(buf, off, publisher, nonce, fwd_hint=None, taken=None):
     p = off
     if publisher is not None:
         p += write_tlv(buf, p, _NAME, publisher)
@@ -59,21 +64,24 @@ def write_notify_params(buf, off, publisher, nonce, fwd_hint=None):
     if fwd_hint is not None:
         p += write_tl(buf, p, PUBLISHER_FWD_HINT, tl_size(_NAME, len(fwd_hint)))
         p += write_tlv(buf, p, _NAME, fwd_hint)
+    if taken is not None:
+        p += write_tlv(buf, p, TAKEN_TIME, taken)
     return p - off
 
 
 # The NotifyAppParam value of a notify carrying its message inline (no forwarding hint).
-def _write_params_inline(buf, off, publisher, nonce, inline):
-    p = off + write_notify_params(buf, off, publisher, nonce)
+def _write_params_inline(buf, off, publisher, nonce, inline, taken):
+    p = off + write_notify_params(buf, off, publisher, nonce, None, taken)
     p += write_tlv(buf, p, INLINE_MSG, inline)
     return p - off
 
 
 # Parse the NotifyAppParam value mv (a memoryview) with the readers r and q, setting
-# o.notify_publisher, o.notify_nonce, o.notify_fwd_hint and o.notify_inline (the inline
-# message Data): attributes, not a tuple.
+# o.notify_publisher, o.notify_nonce, o.notify_fwd_hint, o.notify_inline (the inline
+# message Data) and o.notify_taken (TakenTime's value): attributes, not a tuple.
 def _params(o, r, q, mv):
     o.notify_publisher = o.notify_nonce = o.notify_fwd_hint = o.notify_inline = None
+    o.notify_taken = None
     r.reset(mv)
     rank = 0
     while r.next():
@@ -81,6 +89,13 @@ def _params(o, r, q, mv):
         if t == INLINE_MSG:  # ours, wherever it is (non-critical: no order of its own)
             if o.notify_inline is None:
                 o.notify_inline = mv[r.vstart : r.vend]
+            continue
+        if t == TAKEN_TIME:  # likewise; read as an int only when asked (taken_ms)
+            k = r.vend - r.vstart
+            if k != 1 and k != 2 and k != 4 and k != 8:
+                raise DecodeError("bad TakenTime")
+            if o.notify_taken is None:
+                o.notify_taken = mv[r.vstart : r.vend]
             continue
         k = 1 if t == _NAME else 2 if t == NOTIFY_NONCE else 3 if t == PUBLISHER_FWD_HINT else 0
         if k <= rank:  # unknown, repeated or out of order
@@ -115,10 +130,12 @@ def decode_notify_params(buf):
 # size. Signed with DigestSha256 unless another signer (or None: unsigned) is given.
 def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                            interest_nonce=None, lifetime_ms=DEFAULT_LIFETIME_MS,
-                           signer=DIGEST, sig_nonce=None, sig_time_ms=None, inline=None):
+                           signer=DIGEST, sig_nonce=None, sig_time_ms=None, inline=None,
+                           taken=None):
     # sig_nonce/sig_time_ms: the SignatureNonce and SignatureTime of a signed Interest
     # (boards in realms that require HmacWithSha256 send both, against replay).
-    # inline: the message Data's bytes, carried in the notify (INLINE_MSG; no fwd_hint)
+    # inline: the message Data's bytes, carried in the notify (INLINE_MSG; no fwd_hint).
+    # taken: when the message was taken (TAKEN_TIME): its value's 8 bytes (taken_value)
     if inline is not None:
         if fwd_hint is not None:
             raise ValueError("an inline message goes without a forwarding hint")
@@ -126,16 +143,17 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
                             nonce=-1 if interest_nonce is None else interest_nonce,
                             lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                             sig_time_ms=sig_time_ms,
-                            params_len=notify_params_size(publisher, nonce)
+                            params_len=notify_params_size(publisher, nonce, None, taken)
                             + tl_size(INLINE_MSG, len(inline)),
                             fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
-                            fill_c=inline)
+                            fill_c=inline, fill_d=taken)
     return encode_parts(buf, off, topic, NOTIFY,
                         nonce=-1 if interest_nonce is None else interest_nonce,
                         lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                         sig_time_ms=sig_time_ms,
-                        params_len=notify_params_size(publisher, nonce, fwd_hint),
-                        fill=write_notify_params, fill_a=publisher, fill_b=nonce, fill_c=fwd_hint)
+                        params_len=notify_params_size(publisher, nonce, fwd_hint, taken),
+                        fill=write_notify_params, fill_a=publisher, fill_b=nonce, fill_c=fwd_hint,
+                        fill_d=taken)
 
 
 # Write the subscriber's Interest /<publisher>/msg/<topic>/<nonce>; fwd_hint is the
@@ -163,6 +181,18 @@ def encode_ack_data(buf, off, notify_interest_full_name, *, signer=None):
 # None when the notify carries none.
 def inline_msg(i):
     return i.notify_inline
+
+
+# The TakenTime (ms since 1970, an int) of a notify parsed by parse_notify_interest, or
+# None when it carries none (its publisher has no synced clock, or predates the element).
+def taken_ms(i):
+    v = i.notify_taken
+    return None if v is None else int.from_bytes(bytes(v), "big")
+
+
+# TakenTime's value for ms since 1970 (a board writes it from small ints: its clock.py).
+def taken_value(ms):
+    return ms.to_bytes(8, "big")
 
 
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is

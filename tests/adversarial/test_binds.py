@@ -51,8 +51,8 @@ def test_exposure_said_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
 def _actions(parser: argparse.ArgumentParser, path: str = "pubmote"
              ) -> list[tuple[str, argparse.Action]]:
     out: list[tuple[str, argparse.Action]] = []
-    for a in parser._actions:  # noqa: SLF001 - argparse has no public walk of its actions
-        if isinstance(a, argparse._SubParsersAction):  # noqa: SLF001
+    for a in parser._actions:  # argparse has no public walk of its actions
+        if isinstance(a, argparse._SubParsersAction):
             for name, p in a.choices.items():
                 out += _actions(p, path + " " + name)
         else:

@@ -229,7 +229,7 @@ def test_pipeline_compacts_a_journal_of_hostile_payloads(tmp_path: Path) -> None
     f = tmp_path / "journal-000001.jsonl"
     good = cbor.dumps({"celsius": 21.5})
     lines = [{"t_bridge": i, "topic": "/t/x", "outcome": "relayed", "payload": d.hex()}
-             for i, (_, d) in enumerate(CBOR + [("good", good)])]
+             for i, (_, d) in enumerate([*CBOR, ("good", good)])]
     f.write_text("".join(json.dumps(x) + "\n" for x in lines))
     rows = read_journal_file(f).to_pylist()
     assert len(rows) == len(lines) and rows[-1]["reading"] == 21.5
@@ -425,7 +425,7 @@ def test_hub_counts_failing_listeners_hooks_and_packets() -> None:
         async def failing() -> None:
             raise KeyError("a task's bug")
 
-        t = hub._spawn(failing())
+        t = hub._tasks.spawn(failing())
         with contextlib.suppress(KeyError):
             await t
         await asyncio.sleep(0)

@@ -42,7 +42,7 @@ def exposed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _bridge(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pubmote", "bridge", "--no-view",
-                           "--sp-pub", "none"] + args, capture_output=True, text=True,
+                           "--sp-pub", "none", *args], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ, XDG_CONFIG_HOME=str(tmp_path)))
 
 

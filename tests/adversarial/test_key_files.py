@@ -42,7 +42,7 @@ def _mesh_key(path: Path) -> None:
 LOADERS: dict[str, tuple[Callable[[Path], None], Callable[[Path], Any]]] = {
     # name: (make a good key file at path, load it)
     "board keys": (_board_keys, load_keys),
-    "dht key": (_dht_key, lambda p: DhtKeyPair.load(p)),
+    "dht key": (_dht_key, DhtKeyPair.load),
     "dht key (create)": (_dht_key, lambda p: DhtKeyPair.load(p, create=True)),
     "mesh key": (_mesh_key, lambda p: load_or_create_key(p, create=False)),
     "mesh key (create)": (_mesh_key, load_or_create_key),

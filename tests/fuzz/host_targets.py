@@ -10,11 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "shared"))
 
-from pubmote.core import nfd_mgmt  # noqa: E402
-from pubmote.faces import ndn as ndn_face  # noqa: E402
-from pubmote_wire import name as ndn_name  # noqa: E402
-from pubmote_wire.errors import DecodeError  # noqa: E402
-from test_corpus import chunks  # noqa: E402
+from pubmote.core import nfd_mgmt
+from pubmote.faces import ndn as ndn_face
+from pubmote_wire import name as ndn_name
+from pubmote_wire.errors import DecodeError
+from test_corpus import chunks
 
 MAX_PACKET = 512
 

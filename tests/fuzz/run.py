@@ -28,7 +28,9 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SHARED_TESTS = ROOT / "tests" / "shared"
@@ -85,12 +87,12 @@ def worker(target: str, libfuzzer_args: list[str]) -> None:
             import host_targets
 
             targets.update(host_targets.TARGETS)
-    fn = targets[target]
+    fn: Callable[[bytes], object] = targets[target]
 
     def one_input(data: bytes) -> None:
         fn(data)  # any exception, DecodeError included, is a crash: the harness catches it
 
-    atheris.Setup([sys.argv[0]] + libfuzzer_args, one_input)
+    atheris.Setup([sys.argv[0], *libfuzzer_args], one_input)
     atheris.Fuzz()
 
 
@@ -124,7 +126,9 @@ def seeds(target: str) -> dict[str, bytes]:
         _, ns, ne = read_tlv(p, vs, ve)
         names.append(p[ns:ne])
     notify_i = pkts["notify Interest"]
-    app_params = bytes(interest.decode_interest(notify_i).app_params)
+    notify_params = interest.decode_interest(notify_i).app_params
+    assert notify_params is not None
+    app_params = bytes(notify_params)
     bep44 = json.loads((VECTORS / "bep44_krpc.json").read_text())["packets"]
     krpc = [binascii.unhexlify(v["hex"]) for v in bep44.values()]
     sp_tcp = json.loads((VECTORS / "sp_tcp.json").read_text())
@@ -149,7 +153,7 @@ def seeds(target: str) -> dict[str, bytes]:
                     for k in (0, 7, 63)] + [_stream_seed(framing.encode(b"\x00" * 300), 5)],
         "sp": [_stream_seed(sp.header(sp.PUB) + b"".join(sp.encode_msg(p) for p in allp), 0x80 | k)
                for k in (0, 9)] + [_stream_seed(b"".join(sp_bytes[2:]), 3)],
-        "sp_header": sp_bytes + [sp.header(sp.SUB) + sp.encode_msg(b"abc")],
+        "sp_header": [*sp_bytes, sp.header(sp.SUB) + sp.encode_msg(b"abc")],
         "cbor": [cbor.dumps(x) for x in (
             {"t": "a/msg0", "b": b"hello", "n": [1, -2, 3.5, None, True, False]},
             [[[[{"k": [1]}]]]], 2**64 - 1, -(2**64), "\u00e9\u4e2d", {b"x": {"y": 1.0}})]
@@ -204,7 +208,7 @@ def parse_execs(text: str) -> int:
     return max((int(x) for x in m), default=0)
 
 
-def run_target(target: str, seconds: int, log_dir: Path) -> dict[str, object]:
+def run_target(target: str, seconds: int, log_dir: Path) -> dict[str, Any]:
     work, art = prepare(target)
     args = [
         "-max_total_time=%d" % seconds,
@@ -215,7 +219,7 @@ def run_target(target: str, seconds: int, log_dir: Path) -> dict[str, object]:
         "-artifact_prefix=%s/" % art,
         str(work),
     ]
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", target, "--"] + args
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", target, "--", *args]
     t0 = time.monotonic()
     try:
         p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, errors="replace",
@@ -228,7 +232,7 @@ def run_target(target: str, seconds: int, log_dir: Path) -> dict[str, object]:
         rc = -1
     elapsed = time.monotonic() - t0
     (log_dir / (target + ".log")).write_text(text)
-    crashes = []
+    crashes: list[dict[str, str | None]] = []
     for f in sorted(art.iterdir()):
         if f.is_file():
             b = f.read_bytes()
@@ -281,23 +285,23 @@ def main(argv: list[str]) -> int:
         sys.exit("atheris is not installed in this Python: run `make setup` (dev extra)")
     log_dir = WORK / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    stats: dict[str, dict[str, object]] = {}
+    stats: dict[str, dict[str, Any]] = {}
     for t in targets:
         s = run_target(t, args.seconds, log_dir)
         stats[t] = s
         line = "%-12s %10d execs  %5.1fs  corpus %5d  rss %4sMB  crashes %d" % (
             t, s["execs"], s["seconds"], s["corpus"], s["peak_rss_mb"], s["crashes"])
         print(line, flush=True)
-        for c in s["new_crashes"]:  # type: ignore[attr-defined]
+        for c in s["new_crashes"]:
             print("    %s -> %s  (log %s)" % (c["kind"], c["input"], s["log"]), flush=True)
-        for line in s["summary"]:  # type: ignore[attr-defined]
+        for line in s["summary"]:
             print("    " + line, flush=True)
     out = Path(args.stats)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
-    total = sum(int(s["crashes"]) for s in stats.values())  # type: ignore[call-overload]
+    total = sum(int(s["crashes"]) for s in stats.values())
     print("fuzz: %d targets, %d execs, %d crashes; stats in %s"
-          % (len(stats), sum(int(s["execs"]) for s in stats.values()), total, out))  # type: ignore[call-overload]
+          % (len(stats), sum(int(s["execs"]) for s in stats.values()), total, out))
     return 1 if total else 0
 
 

@@ -51,10 +51,12 @@ class Target:
         # from its own flash image, none
         keys = self.tmp / "keys.json"
         auth = ["--keys", str(keys)] if keys.exists() else ["--allow-anonymous-boards"]
-        self.bridge = subprocess.Popen(
-            [PUBMOTE, "bridge", "--no-view", "--serial", self.link_port, "--sp-pub",
-             self.sp_pub, "--sp-sub", self.sp_sub, *auth],
-            stdout=subprocess.DEVNULL, stderr=open(self.tmp / "bridge.log", "ab"))
+        # the bridge keeps its own copy of the log's descriptor
+        with open(self.tmp / "bridge.log", "ab") as log:
+            self.bridge = subprocess.Popen(
+                [PUBMOTE, "bridge", "--no-view", "--serial", self.link_port, "--sp-pub",
+                 self.sp_pub, "--sp-sub", self.sp_sub, *auth],
+                stdout=subprocess.DEVNULL, stderr=log)
 
     def stop_bridge(self, sig: int = signal.SIGINT) -> None:
         end_process(self.bridge, sig, 15)

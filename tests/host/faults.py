@@ -39,6 +39,12 @@ from pubmote_wire import framing, interest, name, notify, sp
 from pubmote_wire.hmac256 import HmacSigner
 
 
+def sim_fleet(bridge: Bridge) -> SimFleet:
+    """The bridge's simulated boards (bridge_with_boards starts them)."""
+    assert isinstance(bridge.fleet, SimFleet)
+    return bridge.fleet
+
+
 def _seqs(lines: list[bytes]) -> set[int]:
     return {int(x.split(b"|")[1]) for x in lines}
 
@@ -83,7 +89,7 @@ async def _one_board_publishing(tmp: Path, m: Measure) -> AsyncIterator[tuple[Br
             await col.wait_for(SEQ, 5)
             m.bound = Bound(bridge.cfg).sp_pub(1)
             m.before()
-            yield bridge, bridge.fleet.boards[0], col
+            yield bridge, sim_fleet(bridge).boards[0], col
         finally:
             col.close()
 
@@ -184,7 +190,7 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6,
     async with bridge_with_boards(tmp, 2, app="probe_app", sp_pub=[url]) as bridge:
         await boards_registered(bridge, ["sim1", "sim2"])
         assert bridge.fleet is not None
-        flood, calm = bridge.fleet.boards
+        flood, calm = sim_fleet(bridge).boards
         # our subscriber takes only the calm board's topic: nng's SUB queue would drop under
         # the flood, and that loss would be ours, not the bridge's (it counts the flood)
         col = Collector(url, b"/test/sim2/seq|")
@@ -215,10 +221,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6,
             m.acked_figures(len(acked), lost)
         finally:
             col.close()
+        calm_info = bridge.hub.board("sim2")
+        assert calm_info is not None
         return {"flood_msgs_per_s": round(flood_msgs / elapsed), "calm_acked": len(acked),
                 "calm_lost": len(lost), "lost_examples": lost[:10],
                 "sp_dropped": bridge.sp[0].counters["dropped"],
-                "calm_failed": bridge.hub.board("sim2").counters["fetch_failed"],
+                "calm_failed": calm_info.counters["fetch_failed"],
                 "seconds": round(elapsed), "rss_start_kb": rss_start, "rss_end_kb": rss_end}
 
 
@@ -347,10 +355,10 @@ async def auth_realm(tmp_path: Path) -> dict[str, Any]:
             finally:
                 col.close()
             got = col.with_prefix(b"/test/")
+            sim3 = hub.board("sim3")
             result.update(rejected=dict(auth.rejected), accepted=auth.accepted,
                           delivered=[x.split(b"|")[0] for x in got],
-                          sim3_published=hub.board("sim3").counters["published"]
-                          if hub.board("sim3") is not None else 0,
+                          sim3_published=sim3.counters["published"] if sim3 is not None else 0,
                           keys=[k1.hex(), wrong.hex()])
     finally:
         fleet.stop()
@@ -393,5 +401,5 @@ def _last_notify(trace: Path, face: str) -> bytes:
     raise AssertionError("no signed notify from sim1 in the trace")
 
 
-__all__ = ["APPS", "noisy_line", "resets_mid_publish", "slow_subscriber",
-           "flood_from_one_board", "auth_realm"]
+__all__ = ["APPS", "auth_realm", "flood_from_one_board", "noisy_line", "resets_mid_publish",
+           "slow_subscriber"]

@@ -29,7 +29,7 @@ def chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     """stream in pieces, cut at each cut point (taken modulo its length + 1)."""
     points = sorted({c % (len(stream) + 1) for c in cuts})
     out, prev = [], 0
-    for p in points + [len(stream)]:
+    for p in [*points, len(stream)]:
         out.append(stream[prev:p])
         prev = p
     return out

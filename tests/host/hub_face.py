@@ -6,7 +6,7 @@ from __future__ import annotations
 
 class StubFace:
     up = True
-    board = None
+    board: str | None = None
     tracer = None
 
     def __init__(self, face_id: int = 1, kind: str = "test", label: str = "test") -> None:

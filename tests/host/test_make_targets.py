@@ -282,9 +282,8 @@ def test_harden_report_short_shows_nothing_acked_lost(tmp_path: Path) -> None:
     assert re.search(r"^  cbor\s+[1-9]\d* inputs  0 crashes$", out, re.M), shown(p)
     num, rss = r"(-|\d+ of \d+)", r"(test|bridge)\s+\d+\s+\d+\s+\d+\s+\+\d+ yes"
     rows = {}
-    for key, (title, _) in SCENARIOS.items():
-        if key == "board_flood":
-            title += " (3 s)"
+    for key, (scenario, _) in SCENARIOS.items():
+        title = scenario + " (3 s)" if key == "board_flood" else scenario
         m = re.search(r"^  %s\s+(%s\s+%s\s+(-|[\d.]+ s)|skipped: .+)$" % (
             re.escape(title), num, rss), out, re.M)
         assert m, "no row for %r, or not all its figures, in:\n%s" % (title, shown(p))
@@ -451,7 +450,7 @@ def test_deploy_to_a_simulated_board(tmp_path: Path,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     started.append(simdev)
-    wait_for(lambda: (board / "repl").exists(), 60, "the simulated board's REPL")
+    wait_for((board / "repl").exists, 60, "the simulated board's REPL")
     port = "PORT=%s" % (board / "repl")
     # by default the board gets a key, kept in the user's config folder (0600)
     home = tmp_path / "config"

@@ -160,7 +160,7 @@ def test_libtorrent_queries_are_answered() -> None:
 
 def test_libtorrent_answers_every_query_we_send() -> None:
     async def body() -> None:
-        async with lt_and_node() as (ses, node, lt_addr):
+        async with lt_and_node() as (_ses, node, lt_addr):
             assert await node.ping(lt_addr) is not None
             r = await node.query(lt_addr, b"find_node", {b"target": os.urandom(20)})
             assert r is not None and r.kind == b"r"

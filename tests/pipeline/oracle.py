@@ -27,7 +27,7 @@ def windows(recs: list[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, 
         lambda: {"messages": 0, "readings": [], "lat": [], "delivered": 0, "dropped": 0,
                  "lost": 0})
     for r in recs:
-        if r.get("topic") is None or r["outcome"] not in ("relayed", "fetch_failed") + EGRESS:
+        if r.get("topic") is None or r["outcome"] not in ("relayed", "fetch_failed", *EGRESS):
             continue
         w = acc[(int(r["t_bridge"] // MINUTE_MS * MINUTE_MS), r["topic"], r["origin"])]
         if r["outcome"] == "relayed":

@@ -29,7 +29,7 @@ def test_columns_hold_the_records_with_readings_decoded(tmp_path: Path) -> None:
     assert len(got) == len(recs)
     for g, r in zip(got, recs, strict=True):
         for k in ("t_bridge", "topic", "origin", "egress", "outcome", "latency_ms",
-                  "reconnect"):
+                  "reconnect", "t_taken"):
             assert g[k] == r.get(k), (k, g, r)
         want = reading_of(r.get("payload")) if r["outcome"] == "relayed" else None
         assert g["reading"] == want and (want is not None) == (r["outcome"] == "relayed")
@@ -113,5 +113,14 @@ def test_a_large_backlog_is_compacted_in_child_processes(
     if os.access(bad / "journal-000000.jsonl", os.R_OK):  # root reads it anyway
         (bad / "journal-000000.jsonl").unlink()
         (bad / "journal-000000.jsonl").mkdir()  # a folder is unreadable for anyone
-    with pytest.raises(PipelineError, match="compacting the journal into .* failed: .+"):
+    with pytest.raises(PipelineError, match=r"compacting the journal into .* failed: .+"):
         backlog.prepare(bad)
+
+
+def test_spark_schema_names_the_columns_files_fields() -> None:
+    # Spark reads the columns files with schema.py's schema: the same fields, in order
+    # (t_taken among them: the board's taken-time, docs/protocols/event-time.md)
+    from pubmote.pipeline.schema import COLUMNS_SCHEMA
+
+    assert [f.name for f in COLUMNS_SCHEMA.fields] == COLUMNS.names
+    assert "t_taken" in COLUMNS.names

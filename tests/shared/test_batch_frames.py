@@ -37,8 +37,71 @@ def test_record_size_matches():
 def test_decode_batch():
     epoch, recs = batch.decode_batch(_batch())
     assert epoch == EPOCH
-    assert [(s, bytes(t), bytes(p)) for s, t, p in recs] == [
-        (5, TOPIC, b"21.5"), (6, TOPIC, b"22.0"), (9, TOPIC2, b"")]
+    assert [(s, bytes(t), bytes(p), k) for s, t, p, k in recs] == [
+        (5, TOPIC, b"21.5", None), (6, TOPIC, b"22.0", None), (9, TOPIC2, b"", None)]
+
+
+# A timed BATCH (docs/protocols/event-time.md): the board's clock 1700000000000 ms at
+# ticks 0x3fffffff (the last before its 2**30 wrap); seq 5 published 5000 ms before it, seq
+# 6 1 ms before (its ticks given unmasked: written modulo 2**30)
+TIMED_HEX = ("c2 01020304 0000018bcfe56800 3fffffff"
+             " 00000005 3fffec77 03 080174 0004 32312e35"
+             " 00000006 3ffffffe 00 0004 32322e30")
+
+
+def _timed(clock):
+    buf = bytearray(64)
+    off = batch.begin(buf, batch.BATCH_T, EPOCH)
+    assert off == batch.HEADER_T == 17
+    off = batch.add_record(buf, off, 5, TOPIC, b"21.5", False, 0x3FFFEC77)
+    off = batch.add_record(buf, off, 6, TOPIC, b"22.0", True, 0x7FFFFFFE)  # masked
+    batch.set_clock(buf, clock, 0x3FFFFFFF)
+    return bytes(buf[:off])
+
+
+def test_timed_batch_bytes_and_taken_times():
+    clock = unhex("0000018bcfe56800")  # 1700000000000
+    pkt = _timed(clock)
+    assert hexs(pkt) == TIMED_HEX.replace(" ", "")
+    assert batch.record_size(TOPIC, b"21.5", False, True) == 18
+    assert len(pkt) == batch.HEADER_T + 18 + 15
+    epoch, recs = batch.decode_batch(pkt)
+    assert epoch == EPOCH
+    assert [(s, bytes(t), bytes(p)) for s, t, p, _ in recs] == [
+        (5, TOPIC, b"21.5"), (6, TOPIC, b"22.0")]
+    base = 1700000000000
+    assert recs[0][3] == base - 5000 and recs[1][3] == base - 1
+
+
+def test_timed_batch_across_the_ticks_wrap():
+    # header ticks after the wrap, a record stamped before it
+    buf = bytearray(64)
+    off = batch.begin(buf, batch.BATCH_T, EPOCH)
+    off = batch.add_record(buf, off, 1, TOPIC, b"x", False, 0x3FFFFF00)
+    batch.set_clock(buf, unhex("0000018bcfe56800"), 0x100)
+    recs = batch.decode_batch(bytes(buf[:off]))[1]
+    assert recs[0][3] == 1700000000000 - 0x200
+
+
+def test_timed_batch_without_a_clock():
+    # clock 0: the board has no synced clock, and says so: no taken-times at all
+    pkt = _timed(None)
+    assert pkt[batch.HEADER : batch.HEADER + 8] == bytes(8)
+    assert [r[3] for r in batch.decode_batch(pkt)[1]] == [None, None]
+
+
+def test_timed_batch_malformed():
+    good = _timed(unhex("0000018bcfe56800"))
+    for n in range(1, len(good)):
+        if n != batch.HEADER_T + 18:  # the frame cut after its first record is whole
+            assert raises(DecodeError, batch.decode_batch, good[:n]), n
+    # ticks at or above 2**30, in the header or a record
+    bad = bytearray(good)
+    bad[13] = 0x40
+    assert raises(DecodeError, batch.decode_batch, bytes(bad))
+    bad = bytearray(good)
+    bad[batch.HEADER_T + 4] = 0x80
+    assert raises(DecodeError, batch.decode_batch, bytes(bad))
 
 
 def test_acks_bytes_and_decode():

@@ -62,7 +62,7 @@ def test_register_params_round_trip():
     params = control.register_params("b1", PREFIX, [b"/cmd/", b""], ["/b1/data", "/b1/x"],
                                      False, 12345)
     board, prefix, filters, served, batch, boot = control.decode_register_params(params)
-    assert board == "b1" and prefix == name.from_uri(PREFIX) and batch is False
+    assert board == "b1" and prefix == name.from_uri(PREFIX) and batch == 0
     assert boot == 12345
     assert filters == [b"/cmd/", b""]
     assert served == [name.from_uri("/b1/data"), name.from_uri("/b1/x")]
@@ -74,18 +74,31 @@ def test_register_params_round_trip():
 def test_register_params_optional_lists():
     board, _, filters, served, batch, boot = control.decode_register_params(
         cbor.dumps({"name": "b2", "prefix": "/p"}))
-    assert (board, filters, served, batch, boot) == ("b2", [], [], False, None)
+    assert (board, filters, served, batch, boot) == ("b2", [], [], 0, None)
 
 
 def test_batch_offer_and_acceptance():
     # link batches (docs/protocols/link-batch.md): the key is there only when offered
     offer = control.register_params("b1", PREFIX, [], [], True, None)
     assert cbor.loads(offer)["batch"] == 1
-    assert control.decode_register_params(offer)[4] is True
+    assert control.decode_register_params(offer)[4] == 1
     assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False, None))
     taken = control.reply_content("/g", 5, True)
-    assert control.decode_reply(taken) == ("/g", 5, True)
+    assert control.decode_reply(taken) == ("/g", 5, 1)
     assert "batch" not in cbor.loads(control.reply_content("/g", 5, False))
+
+
+def test_timed_batch_form():
+    # form 2: records with taken-times (docs/protocols/event-time.md); a later form is
+    # read as the latest known, so a newer board still gets batches
+    offer = control.register_params("b1", PREFIX, [], [], 2, None)
+    assert cbor.loads(offer)["batch"] == 2
+    assert control.decode_register_params(offer)[4] == 2
+    later = cbor.dumps({"name": "b1", "prefix": PREFIX, "batch": 3})
+    assert control.decode_register_params(later)[4] == 2
+    assert control.decode_reply(control.reply_content("/g", 5, 2)) == ("/g", 5, 2)
+    assert control.decode_reply(cbor.dumps({"batch": 7}))[2] == 2
+    assert control.decode_reply(cbor.dumps({"batch": True}))[2] == 1
 
 
 def test_register_serves_at_most_eight():

@@ -104,7 +104,7 @@ def fuzz_tlv(data):
         except DecodeError:
             pass
     try:
-        t, vs, ve = tlv.read_tlv(data)
+        _t, vs, ve = tlv.read_tlv(data)
         assert vs <= ve <= len(data)
         tlv.read_nonneg(data, vs, ve - vs)
     except DecodeError:
@@ -303,7 +303,7 @@ def fuzz_notify(data):
     from pubmote_wire import notify
 
     try:
-        topic, pub, nonce, fwd, i = notify.parse_notify_interest(data)
+        topic, pub, nonce, fwd, _i = notify.parse_notify_interest(data)
         assert len(topic) < len(data)
         _inside(pub, data)
     except DecodeError:
@@ -547,7 +547,7 @@ def replay(target):
                 fn(_read(path))
             except DecodeError:
                 raise AssertionError("DecodeError escaped the harness: " + path) from None
-            except Exception as e:
+            except Exception as e:  # noqa: BLE001 - any other exception fails, named
                 raise AssertionError("%s: %s %s" % (path, type(e).__name__, e)) from None
     finally:
         _unload(before)

@@ -57,9 +57,9 @@ def test_lp_nack_tree():
     tree = dissect.dissect(bytes(buf[:n]))
     assert _get(tree, "packet") == "LpPacket"
     els = _get(tree, "elements")
-    nack = [e for e in els if _get(e, "type") == "Nack"][0]
+    nack = next(e for e in els if _get(e, "type") == "Nack")
     assert _get(_get(nack, "elements")[0], "reason") == "NoRoute"
-    frag = [e for e in els if _get(e, "type") == "Fragment"][0]
+    frag = next(e for e in els if _get(e, "type") == "Fragment")
     assert _get(_get(frag, "packet"), "packet") == "Interest"
 
 

@@ -40,7 +40,7 @@ def test_fragment_sizes_and_reassembly():
 
 def test_fragment_into_buffer():
     pkt = _packet(500)
-    count, chunk = lp_frag.fragment_plan(len(pkt), 80)
+    count, _chunk = lp_frag.fragment_plan(len(pkt), 80)
     buf = bytearray(80)
     r = lp_frag.Reassembler()
     out = None

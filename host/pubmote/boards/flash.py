@@ -86,8 +86,8 @@ def _flash_esp(port: str | None, firmware: str, chip: str, erase: bool,
         base += ["--connect-attempts", str(connect_attempts)]
     steps = []
     if erase:
-        steps.append(base + ["erase-flash"])
-    steps.append(base + ["--baud", "460800", "write-flash", "-z", OFFSETS[chip], firmware])
+        steps.append([*base, "erase-flash"])
+    steps.append([*base, "--baud", "460800", "write-flash", "-z", OFFSETS[chip], firmware])
     for cmd in steps:
         progress("$ " + " ".join(cmd[1:]))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -125,7 +125,7 @@ def _flash_uf2(port: str | None, firmware: str, progress: Callable[[str], None])
     if drive is None and port:
         progress("asking the board on %s to enter its bootloader (mpremote bootloader)" % port)
         subprocess.run([str(Path(sys.executable).parent / "mpremote"), "connect", port,
-                        "bootloader"], capture_output=True, timeout=30)
+                        "bootloader"], capture_output=True, timeout=30, check=False)
         deadline = time.monotonic() + 15
         while drive is None and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -135,7 +135,7 @@ def _flash_uf2(port: str | None, firmware: str, progress: Callable[[str], None])
         # to a running board it can reboot (-f), over USB itself
         progress("no RPI-RP2 drive mounted: loading %s with picotool" % firmware)
         p = subprocess.run(["picotool", "load", "-x", "-f", firmware], capture_output=True,
-                           text=True, timeout=120)
+                           text=True, timeout=120, check=False)
         if p.returncode != 0:
             last = (p.stderr or p.stdout).strip().splitlines()
             raise FlashError("picotool failed: %s" % (last[-1] if last else "no output"))

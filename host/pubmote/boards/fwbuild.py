@@ -119,13 +119,14 @@ def check_toolchain() -> str:
         missing.append("newlib (libnewlib-arm-none-eabi)")
     if missing:
         raise BuildError("missing toolchain (%s); run: %s" % (", ".join(missing), install_line()))
-    out = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True)
+    out = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True,
+                         check=False)
     return out.stdout.splitlines()[0] if out.stdout else "arm-none-eabi-gcc"
 
 
 def _newlib_found() -> bool:
     p = subprocess.run(["arm-none-eabi-gcc", "-print-file-name=libc.a"], capture_output=True,
-                       text=True)
+                       text=True, check=False)
     return os.path.isabs(p.stdout.strip())
 
 
@@ -319,7 +320,7 @@ def build(board: str = "pico", *, micropython: str | None = None, out: Path | No
         _build_once(board, tree, port_dir, mp_board, key, cached, progress, apps)
     out.mkdir(parents=True, exist_ok=True)
     if _read(out / "inputs.sha256") != _read(cached / "inputs.sha256"):
-        for f in OUTPUTS + ("inputs.sha256",):  # inputs.sha256 last: it marks a whole copy
+        for f in (*OUTPUTS, "inputs.sha256"):  # inputs.sha256 last: it marks a whole copy
             tmp = out / (".%s.%d.tmp" % (f, os.getpid()))
             shutil.copy2(cached / f, tmp)
             os.replace(tmp, out / f)  # an emulator starting now reads the old or the new

@@ -6,6 +6,7 @@ host instead. Keys the firmware does not read are the app's own and pass uncheck
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pubmote.core.addresses import name_problem
@@ -23,6 +24,7 @@ KEYS: dict[str, tuple[str, int, int, str]] = {
     "max_soft_bytes": ("int", 64, 1 << 20, "bytes of unacked messages held"),
     "outbox_len": ("int", 1, 4096, "messages the outbox holds (publish wait=False)"),
     "outbox_bytes": ("int", 64, 1 << 20, "bytes of topics and payloads the outbox holds"),
+    "outbox_dir": ("str", 1, 128, "the durable outbox's directory on the board's filesystem"),
     "inline": ("bool", 0, 0, "small messages inline in their notify"),
     "batch": ("bool", 0, 0, "link batches on a serial line"),
     "baud": ("int", 300, 4_000_000, "the UART's baud rate"),
@@ -60,36 +62,71 @@ def check_value(key: str, value: Any, where: str = "--set") -> None:
     if spec is None:
         return
     kind, low, high, what = spec
-    bad = None
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            bad = "expected a whole number from %d to %d" % (low, high)
-        elif not low <= value <= high:
-            bad = "out of range %d to %d" % (low, high)
-    elif kind == "bool":
-        if not isinstance(value, bool):
-            bad = "expected true or false"
-    elif kind == "flag":
-        if value not in (True, False, 0, 1) or isinstance(value, float):
-            bad = "expected 1 or 0 (true or false)"
+    if kind in _NOT_TEXT:
+        bad = _NOT_TEXT[kind](value, low, high)
     elif not isinstance(value, str):
         bad = "expected text"
-    elif kind == "str" and not low <= len(value.encode()) <= high:
-        bad = "expected %d to %d bytes of text" % (low, high)
-    elif kind == "hex":
-        try:
-            n = len(bytes.fromhex(value))
-        except ValueError:
-            n = -1
-        if not low <= n <= high:
-            bad = ("expected %d bytes as hex (%d digits)" % (low, 2 * low) if low == high
-                   else "expected %d to %d bytes as hex" % (low, high))
-    elif kind == "uri" and not (value.startswith("/") and len(value.encode()) <= high):
-        bad = "expected an NDN name URI such as /pubmote/node/board1"
-    elif kind == "module" and not _MODULE.match(value):
-        bad = "expected a module name such as demo or myapp.main"
+    else:
+        bad = _TEXT[kind](value, low, high)
     if bad is not None:
         raise ValueError("%s %s=%r (%s): %s" % (where, key, value, what, bad))
+
+
+# One check per kind of value: what is wrong with it (for the message), or None.
+
+
+def _int_problem(value: Any, low: int, high: int) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "expected a whole number from %d to %d" % (low, high)
+    if not low <= value <= high:
+        return "out of range %d to %d" % (low, high)
+    return None
+
+
+def _bool_problem(value: Any, low: int, high: int) -> str | None:
+    return None if isinstance(value, bool) else "expected true or false"
+
+
+def _flag_problem(value: Any, low: int, high: int) -> str | None:
+    if value not in (True, False, 0, 1) or isinstance(value, float):
+        return "expected 1 or 0 (true or false)"
+    return None
+
+
+def _str_problem(value: str, low: int, high: int) -> str | None:
+    if not low <= len(value.encode()) <= high:
+        return "expected %d to %d bytes of text" % (low, high)
+    return None
+
+
+def _hex_problem(value: str, low: int, high: int) -> str | None:
+    try:
+        n = len(bytes.fromhex(value))
+    except ValueError:
+        n = -1
+    if low <= n <= high:
+        return None
+    if low == high:
+        return "expected %d bytes as hex (%d digits)" % (low, 2 * low)
+    return "expected %d to %d bytes as hex" % (low, high)
+
+
+def _uri_problem(value: str, low: int, high: int) -> str | None:
+    if value.startswith("/") and len(value.encode()) <= high:
+        return None
+    return "expected an NDN name URI such as /pubmote/node/board1"
+
+
+def _module_problem(value: str, low: int, high: int) -> str | None:
+    if _MODULE.match(value):
+        return None
+    return "expected a module name such as demo or myapp.main"
+
+
+_NOT_TEXT: dict[str, Callable[[Any, int, int], str | None]] = {
+    "int": _int_problem, "bool": _bool_problem, "flag": _flag_problem}
+_TEXT: dict[str, Callable[[str, int, int], str | None]] = {
+    "str": _str_problem, "hex": _hex_problem, "uri": _uri_problem, "module": _module_problem}
 
 
 def check_values(cfg: dict[str, Any], where: str = "--set") -> None:

@@ -106,7 +106,7 @@ class SimBoard:
                 [micropython_exe(), "-X", "heapsize=" + self.heap,
                  str(files.firmware_dir() / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.workdir, preexec_fn=detach_child)
+                cwd=self.workdir, preexec_fn=detach_child)  # noqa: PLW1509 - see detach_child
 
     def reset(self) -> None:
         """Power-cycle the board: kill its process and start it again on the same line."""

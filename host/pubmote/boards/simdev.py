@@ -57,7 +57,7 @@ class SimDevice:
             [socat_exe(), "PTY,link=%s,raw,echo=0" % self.repl_port,
              "EXEC:%s,pty,raw,echo=0,stderr,setsid,ctty" % cmd],
             cwd=self.flash, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=detach_child)
+            preexec_fn=detach_child)  # noqa: PLW1509 - see detach_child
 
     def _boot_app(self) -> None:
         if not (self.flash / "main.py").exists():
@@ -67,7 +67,8 @@ class SimDevice:
             self.app = subprocess.Popen(
                 [micropython_exe(), "-X", "heapsize=" + self.heap, "main.py"], cwd=self.flash,
                 stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=dict(os.environ, MICROPYPATH=".frozen:lib"), preexec_fn=detach_child)
+                env=dict(os.environ, MICROPYPATH=".frozen:lib"),
+                preexec_fn=detach_child)  # noqa: PLW1509 - see detach_child
 
     def reset(self) -> None:
         """Power-cycle: the app restarts from flash, the REPL comes back."""

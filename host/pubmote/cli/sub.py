@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import sys
+import time
 from typing import Any
 
 from pubmote.cli import kinds
@@ -21,6 +22,9 @@ examples:
 
 Each line is `<topic> <payload>`: CBOR decoded (a board's readings), else UTF-8 text,
 else hex. Prefixes are nanomsg's byte prefixes of `<topic URI>|<payload>` (none: all).
+A CBOR map with `taken_ms` (ms since 1970 when the board took the reading, by its clock:
+the demo's readings) older than --late-ms when it arrives is marked `(late: taken N s
+before)`; --json adds its `age_ms` and `late` (docs/protocols/event-time.md).
 """
 
 
@@ -39,6 +43,9 @@ def register(sub: Any) -> None:
                    help="one JSON object per line: topic, payload (decoded), hex")
     p.add_argument("--count", type=arg(kinds.whole(1)), metavar="N",
                    help="exit after N messages")
+    p.add_argument("--late-ms", type=arg(kinds.whole(0)), metavar="MS", default=LATE_MS,
+                   help="mark a reading whose taken_ms is more than MS before its arrival "
+                        "as late (default %d)" % LATE_MS)
     p.set_defaults(run=run)
 
 
@@ -67,20 +74,43 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def format_line(body: bytes, as_json: bool) -> str:
-    """One output line for one message; never raises, never more than one line (text is
-    shown with control characters escaped)."""
+LATE_MS = 2000
+
+
+def age_ms(value: Any, now_ms: float) -> float | None:
+    """How long before now_ms a payload's reading was taken: its `taken_ms` (a CBOR map's
+    int), else None."""
+    if not isinstance(value, dict):
+        return None
+    taken = value.get("taken_ms")
+    if type(taken) is not int:
+        return None
+    return now_ms - taken
+
+
+def format_line(body: bytes, as_json: bool, now_ms: float | None = None,
+                late_ms: int = LATE_MS) -> str:
+    """One output line for one message, received at now_ms (ms since 1970; default now);
+    never raises, never more than one line (text is shown with control characters
+    escaped)."""
     from pubmote.core.display import printable
 
     topic, _, payload = body.partition(b"|")
     shown = printable(topic.decode(errors="replace"))
     try:
         value = decode_payload(payload)
+        age = age_ms(value, time.time() * 1000 if now_ms is None else now_ms)
         if as_json:
-            return json.dumps({"topic": shown, "payload": _jsonable(value),
-                               "hex": payload.hex()}, sort_keys=True)
-        return "%s %s" % (shown, printable(value) if isinstance(value, str)
+            rec = {"topic": shown, "payload": _jsonable(value), "hex": payload.hex()}
+            if age is not None:
+                rec["age_ms"] = round(age, 1)
+                rec["late"] = age > late_ms
+            return json.dumps(rec, sort_keys=True)
+        line = "%s %s" % (shown, printable(value) if isinstance(value, str)
                           else json.dumps(_jsonable(value)))
+        if age is not None and age > late_ms:
+            line += " (late: taken %.1f s before)" % (age / 1000)
+        return line
     except Exception as e:  # noqa: BLE001 - one odd payload must not end the subscriber
         if as_json:
             return json.dumps({"topic": shown, "payload": None, "hex": payload.hex(),
@@ -125,7 +155,7 @@ async def _sub(args: argparse.Namespace) -> int:
                 body = bytes(m)
                 if not filt.matches(body):
                     continue
-                print(format_line(body, args.json), flush=True)
+                print(format_line(body, args.json, late_ms=args.late_ms), flush=True)
                 seen += 1
                 if args.count is not None and seen >= args.count:
                     return 0

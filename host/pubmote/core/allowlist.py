@@ -70,4 +70,4 @@ class AllowList:
     def say(self, log: logging.Logger, n: int, fmt: str, *args: object) -> None:
         """Log a refusal: the first, then every 1000th (a peer cannot flood the log)."""
         if n == 1 or n % 1000 == 0:
-            log.warning(fmt + " (%d so far)", *(args + (n,)))
+            log.warning(fmt + " (%d so far)", *args, n)

@@ -153,17 +153,13 @@ def scan(data: bytes, *, max_depth: int = MAX_DEPTH, max_items: int = MAX_ITEMS)
         ib = data[pos]
         kind, width, arg = heads[ib]
         if kind == _BREAK:
-            if left > 0 or left == _INDEF_MAP_VALUE or not stack:
-                raise CborError("unexpected break at byte %d" % pos)
-            left = stack.pop()
+            left = _close_indefinite(left, stack, pos)
             pos += 1
             continue
         if left > 0:
             left -= 1
-        elif left == _INDEF_MAP or left == _INDEF_MAP_VALUE:
-            left = _INDEF_MAP + _INDEF_MAP_VALUE - left
-        elif left != _INDEF_ARRAY and (ib >> 5 != -left or kind != _STRING):
-            raise CborError("bad chunk in an indefinite-length string at byte %d" % pos)
+        else:
+            left = _next_in_indefinite(left, ib, kind, pos)
         items += 1
         if items > max_items:
             raise CborError("more than %d items in one CBOR item" % max_items)
@@ -182,26 +178,59 @@ def scan(data: bytes, *, max_depth: int = MAX_DEPTH, max_items: int = MAX_ITEMS)
             pos += arg
             continue
         if kind == _REFUSED:
-            if 28 <= ib & 31 <= 30:
-                raise CborError("reserved CBOR head 0x%02x at byte %d" % (ib, at))
-            if ib >> 5 == 6:
-                raise CborError("CBOR tag %d at byte %d is not supported" % (arg, at))
-            if ib >> 5 == 7:
-                raise CborError("CBOR simple value at byte %d is not supported" % at)
-            raise CborError("indefinite-length integer head 0x%02x at byte %d" % (ib, at))
+            raise _refused(ib, arg, at)
         stack.append(left)
-        if len(stack) > max_depth:
-            raise CborError("CBOR nesting deeper than %d at byte %d" % (max_depth, at))
-        if kind == _INDEF:
-            major = ib >> 5
-            left = -major if major <= 3 else (_INDEF_ARRAY if major == 4 else _INDEF_MAP)
-        else:
-            left = arg if kind == _ARRAY else 2 * arg
-            if left > n - pos:  # every item takes at least one byte
-                raise CborError("container of %d items at byte %d runs past the input"
-                                % (left, at))
+        left = _open_container(ib, kind, arg, len(stack), max_depth, n - pos, at)
     if pos != n:
         raise CborError("trailing bytes after CBOR item at byte %d" % pos)
+
+
+# The scan's steps off its common path (an item counted in a definite-length container):
+# indefinite-length containers, refused heads, a container opening.
+
+
+def _close_indefinite(left: int, stack: list[int], pos: int) -> int:
+    """A break at pos: the enclosing container's count, once the innermost container is an
+    indefinite-length one that may end here."""
+    if left > 0 or left == _INDEF_MAP_VALUE or not stack:
+        raise CborError("unexpected break at byte %d" % pos)
+    return stack.pop()
+
+
+def _next_in_indefinite(left: int, ib: int, kind: int, pos: int) -> int:
+    """The mark after an item of an indefinite-length container: a map alternates key and
+    value; a string takes only definite chunks of its own major type."""
+    if left == _INDEF_MAP or left == _INDEF_MAP_VALUE:
+        return _INDEF_MAP + _INDEF_MAP_VALUE - left
+    if left != _INDEF_ARRAY and (ib >> 5 != -left or kind != _STRING):
+        raise CborError("bad chunk in an indefinite-length string at byte %d" % pos)
+    return left
+
+
+def _refused(ib: int, arg: int, at: int) -> CborError:
+    """Why the head ib at byte `at` is outside the subset."""
+    if 28 <= ib & 31 <= 30:
+        return CborError("reserved CBOR head 0x%02x at byte %d" % (ib, at))
+    if ib >> 5 == 6:
+        return CborError("CBOR tag %d at byte %d is not supported" % (arg, at))
+    if ib >> 5 == 7:
+        return CborError("CBOR simple value at byte %d is not supported" % at)
+    return CborError("indefinite-length integer head 0x%02x at byte %d" % (ib, at))
+
+
+def _open_container(ib: int, kind: int, arg: int, depth: int, max_depth: int, room: int,
+                    at: int) -> int:
+    """The count (or _INDEF_* mark) of a container opening at byte `at`, now `depth` deep,
+    with `room` bytes of input after its head."""
+    if depth > max_depth:
+        raise CborError("CBOR nesting deeper than %d at byte %d" % (max_depth, at))
+    if kind == _INDEF:
+        major = ib >> 5
+        return -major if major <= 3 else (_INDEF_ARRAY if major == 4 else _INDEF_MAP)
+    left = arg if kind == _ARRAY else 2 * arg
+    if left > room:  # every item takes at least one byte
+        raise CborError("container of %d items at byte %d runs past the input" % (left, at))
+    return left
 
 
 def _check_plain(obj: Any) -> None:

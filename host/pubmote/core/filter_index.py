@@ -7,7 +7,7 @@ board's filters would be a large share of the bridge's CPU per message
 A filter matches a line if it is a byte prefix of it (nanomsg; the empty filter matches
 everything). The index groups the filters by length: for each distinct length L, the
 subscribers whose filter is exactly `line[:L]`. The hub rebuilds it when any filter or
-subscriber changes (`HubBase._receivers_changed`)."""
+subscriber changes (`Relay.publish` compares a generation count)."""
 
 from __future__ import annotations
 

@@ -1,51 +1,151 @@
-"""The pub/sub hub: boards register their filters, publish with the NDN notify protocol
-(the hub fetches and acks: intake.py) and receive with it (the hub publishes, the board
-fetches and acks: delivery.py). NDN apps register prefixes with NFD's rib commands.
+"""The pub/sub hub: boards register their filters (registrar.py), publish with the NDN
+notify protocol (the hub fetches and acks: intake.py) and receive with it (the hub
+publishes, the board fetches and acks: delivery.py). NDN apps register prefixes with NFD's
+rib commands. Every message fans out through one relay (relay.py); acks wait for the
+turn's relays to be written (acks.py).
 
-Every message that reaches the hub fans out to every listener (SP PUB clients, the
-journal, the view) and to every board whose nanomsg-style filters match
-`<topic URI>|<payload>` (hub_base.py). Everyone else uses the small API at the end of
-the Hub class: hooks for events, read-only snapshots of boards, and delivery through the
-hub's own drop counting and journaling."""
+The Hub owns the tables (boards, faces, NDN app subscriptions), the forwarder and the
+counters, builds its parts around them, and dispatches each packet a face hands it to the
+part whose job it is. Everyone else uses the small API at the end of the class: hooks for
+events, read-only snapshots of boards, and delivery through the hub's own drop counting
+and journaling (docs/architecture.md lists it)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from pubmote.core import nfd_mgmt
-from pubmote.core.addresses import name_problem
-from pubmote.core.auth import BoardAuth, board_of
+from pubmote.core.acks import AckGate
+from pubmote.core.auth import BoardAuth
 from pubmote.core.delivery import Delivery
-from pubmote.core.hub_base import SIGNER, new_nonce
-from pubmote.core.intake import NotifyIntake
+from pubmote.core.exchange import Exchange, reply, send_nack
+from pubmote.core.forwarder import Forwarder
+from pubmote.core.intake import NotifyIntake, app_may
+from pubmote.core.journal import Journal
+from pubmote.core.limits import LimitHits, Limits
 from pubmote.core.messages import Listener, Message, TopicStats
+from pubmote.core.records import JournalFeed
+from pubmote.core.registrar import Registrar
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
+from pubmote.core.relay import Relay
+from pubmote.core.tasks import TaskSet, count_fault
+from pubmote.core.topic_table import TopicTable
 from pubmote_wire import control, lp, notify
 from pubmote_wire import data as ndn_data
 from pubmote_wire import interest as ndn_interest
 from pubmote_wire import name as ndn_name
-from pubmote_wire.batch import BATCH
+from pubmote_wire.batch import BATCH, BATCH_T
 from pubmote_wire.data import DATA
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.hmac256 import HmacSigner
 from pubmote_wire.interest import INTEREST
 from pubmote_wire.lp import LP_PACKET
 
 log = logging.getLogger("pubmote.hub")
 
-# a board without a key that was heard this recently holds its name against registrations
-# from other connections (three of its keepalives, 3 s each by default)
-TAKEOVER_GRACE_S = 10.0
-
 __all__ = ["BoardInfo", "BoardState", "Hub", "HubFace", "Message", "TopicStats"]
 
 
-class Hub(NotifyIntake, Delivery):
+class _Keep:
+    """attach()'s default: the part it names stays as it is."""
+
+
+KEEP = _Keep()
+
+
+class Hub:
     """The bridge's pub/sub core; faces hand it packets through `on_packet`."""
+
+    def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
+                 board_queue_len: int = 64, window: int = 4, batch_link: bool = True,
+                 limits: Limits | None = None, hits: LimitHits | None = None) -> None:
+        self.gateway = gateway
+        self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
+        self.limits = lim = limits if limits is not None else Limits()
+        self.hits = hits if hits is not None else LimitHits()  # every limit hit, by key
+        self.fwd = Forwarder(max_pit=lim.pit_max, max_pit_per_face=lim.pit_max_per_face,
+                             max_fib=lim.fib_max, max_fib_per_face=lim.fib_max_per_face,
+                             max_lifetime_ms=lim.pit_max_lifetime_ms,
+                             max_nonces=lim.pit_max_nonces, hits=self.hits)
+        self.timeout_ms = timeout_ms
+        self.retries = retries
+        self.board_queue_len = board_queue_len
+        self.window = window
+        self.max_boards = lim.max_boards
+        self.boards: dict[str, BoardState] = {}
+        self.app_subs: dict[int, BoardState] = {}  # NDN apps' PubSub subscriptions, by face
+        self.faces: dict[int, HubFace] = {}
+        self.tracer: Any = None
+        self.auth: BoardAuth | None = None
+        self.topics = TopicTable(lim.max_topics, self.hits)
+        self.counters = {"messages": 0, "bad_packets": 0, "nacks_sent": 0, "nacks_recv": 0,
+                         "unknown_board_refused": 0, "fetch_failed": 0, "rib_commands": 0,
+                         "rib_refused": 0, "localhost_dropped": 0, "inline": 0,
+                         "inline_refused": 0, "batched": 0, "batch_refused": 0,
+                         "journal_failures": 0, "refused_stopping": 0,
+                         # failures inside the bridge's own code (a listener, a hook, a
+                         # packet handler, a task) that input provoked: contained, counted
+                         "listener_errors": 0, "hook_errors": 0, "packet_errors": 0,
+                         "task_errors": 0, "boards_evicted": 0, "internal_errors": 0}
+        # the parts, each with its own state, given what it needs here
+        self._tasks = TaskSet(self.counters)
+        self._gate = AckGate()
+        self._feed = JournalFeed(self.counters)
+        self._exchange = Exchange(self.fwd, timeout_ms=timeout_ms)
+        self._relay = Relay(boards=self.boards, app_subs=self.app_subs, topics=self.topics,
+                            counters=self.counters, feed=self._feed, gate=self._gate)
+        self._delivery = Delivery(prefix=self.prefix, exchange=self._exchange,
+                                  feed=self._feed, tasks=self._tasks, retries=retries,
+                                  window=window)
+        self._intake = NotifyIntake(boards=self.boards, policy=self._policy, fwd=self.fwd,
+                                    exchange=self._exchange, publish=self._relay.publish,
+                                    gate=self._gate, feed=self._feed, counters=self.counters,
+                                    retries=retries)
+        self._registrar = Registrar(prefix=self.prefix, boards=self.boards,
+                                    policy=self._policy, fwd=self.fwd, relay=self._relay,
+                                    delivery=self._delivery, feed=self._feed,
+                                    counters=self.counters, hits=self.hits,
+                                    max_boards=lim.max_boards, queue_len=board_queue_len,
+                                    batch_link=batch_link, clock_ms=self._clock)
+
+    def _policy(self) -> BoardAuth | None:
+        return self.auth
+
+    def _clock(self) -> int:
+        return self.clock_ms()  # looked up at each call: the clock is the hub's to replace
+
+    def attach(self, *, auth: BoardAuth | _Keep | None = KEEP,
+               journal: Journal | _Keep | None = KEEP, tracer: Any = KEEP) -> None:
+        """Give the hub the parts the bridge builds from its configuration: the board
+        policy (`auth`), the message `journal` and the packet `tracer`. Each one named
+        replaces the hub's (None takes it away); the others stay as they are."""
+        if not isinstance(auth, _Keep):
+            self.auth = auth
+        if not isinstance(journal, _Keep):
+            self._feed.journal = journal
+        if not isinstance(tracer, _Keep):
+            self.tracer = tracer
+
+    @property
+    def journal(self) -> Journal | None:
+        return self._feed.journal
+
+    @property
+    def batch_link(self) -> bool:
+        """Whether boards that offer link batches get them."""
+        return self._registrar.batch_link
+
+    @batch_link.setter
+    def batch_link(self, on: bool) -> None:
+        self._registrar.batch_link = on
+
+    @property
+    def intake_open(self) -> bool:
+        """False once the bridge stops (stop_intake): nothing new is taken in."""
+        return self._gate.open
 
     def face_state(self, face: HubFace) -> None:
         if face.up:
@@ -60,19 +160,19 @@ class Hub(NotifyIntake, Delivery):
             self.fwd.remove_face(face)
             b = self.boards.get(face.board or "")
             if b is not None and b.face is face and not b.down:
-                self._mark_down(b)
+                self._registrar.mark_down(b)
             sub = self.app_subs.pop(face.face_id, None)
             if sub is not None and sub.worker is not None:
                 sub.worker.cancel()
 
     def on_packet(self, face: HubFace, pkt: bytes) -> None:
-        if not self.intake_open:
+        if not self._gate.open:
             return  # the bridge is stopping: nothing new comes in, nothing more is acked
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
         try:
             self._dispatch(face, pkt)
-        except Exception:  # noqa: BLE001 - nothing a peer sends may close another's face
+        except Exception:  # nothing a peer sends may close another's face
             n = self.counters["internal_errors"] = self.counters["internal_errors"] + 1
             if n & (n - 1) == 0:  # said, not flooded
                 log.exception("a packet from %s failed (%d so far)", face.label, n)
@@ -89,15 +189,15 @@ class Hub(NotifyIntake, Delivery):
                 self.fwd.satisfy(bytes(d.name), pkt, face)
             elif typ == LP_PACKET:
                 self._on_lp(face, pkt)
-            elif typ == BATCH:
-                self._on_batch(face, pkt)
+            elif typ == BATCH or typ == BATCH_T:
+                self._intake.on_batch(face, pkt)
             else:
                 raise DecodeError("not an NDN packet (type %d)" % typ)
         except DecodeError as e:
             self.counters["bad_packets"] += 1
             log.debug("bad packet from %s: %s", face.label, e)
         except Exception:  # noqa: BLE001 - a packet that trips a bug costs that packet only
-            self._fault("packet_errors", "packet from %s" % face.label)
+            count_fault(self.counters, "packet_errors", "packet from %s" % face.label)
 
     def _on_lp(self, face: HubFace, pkt: bytes) -> None:
         p = lp.decode_lp(pkt)
@@ -138,85 +238,38 @@ class Hub(NotifyIntake, Delivery):
                 self.counters["localhost_dropped"] += 1
             return
         if nm.startswith(control.REGISTER):
-            self._on_register(face, i, nm, pkt)
+            self._registrar.on_register(face, i, nm, pkt)
             return
         our_nonce = control.fetched_nonce(nm, self.prefix)
         if our_nonce is not None:
-            served = self._serve.get(our_nonce)
+            served = self._delivery.served(our_nonce)
             if served is not None:
                 face.send_packet(served)
             else:
-                self._send_nack(face, pkt)
+                send_nack(face, pkt, self.counters)
             return
         try:
             topic, publisher, nonce, fwd_hint, ni = notify.notify_parts(i, pkt)
         except DecodeError:
             topic = None
         if topic is not None:
-            if self._notify_refused(face, bytes(topic), bytes(publisher), ni, pkt):
+            if self._intake.refused(face, bytes(topic), bytes(publisher), ni, pkt):
                 return  # rejected (counted and logged by the policy)
             inline = notify.inline_msg(ni)
-            self._spawn(self._on_notify(face, nm, bytes(topic), bytes(publisher), bytes(nonce),
-                                        bytes(fwd_hint) if fwd_hint is not None else None,
-                                        ni.sig_time_ms,
-                                        bytes(inline) if inline is not None else None))
+            self._tasks.spawn(self._intake.on_notify(
+                face, nm, bytes(topic), bytes(publisher), bytes(nonce),
+                bytes(fwd_hint) if fwd_hint is not None else None, ni.sig_time_ms,
+                bytes(inline) if inline is not None else None, notify.taken_ms(ni)))
             return
         # anything else is forwarded along the FIB (an app or board serving that prefix)
         hops = [h for h in self.fwd.lookup(nm) if h.face_id != face.face_id]
         if not hops:
             self.fwd.counters["no_route"] += 1
-            self._send_nack(face, pkt)
+            send_nack(face, pkt, self.counters)
             return
         if self.fwd.add_pending(nm, i.nonce, i.lifetime_ms or 4000, face=face):
             for h in hops:
                 h.send_packet(pkt)
-
-    def _notify_refused(self, face: HubFace, topic: bytes, publisher: bytes,
-                        ni: ndn_interest.Interest, pkt: bytes) -> bool:
-        """Who may publish what (with a policy: the bridge always has one): a board only
-        as itself, from the face it registered on; nobody as a board but that board (an
-        NDN app under /pubmote/node/ neither); into a topic that requires signing, only a
-        board with its key's signature; a keyed board only within its grant
-        (BoardAuth.granted). True when refused (counted by the policy)."""
-        if face.kind == "ndn" and not _app_may(face, topic, "a notify on"):
-            return True  # outside the NDN face's ndn_allow_prefixes (counted by the face)
-        auth = self.auth
-        if auth is None:
-            return False
-        if face.kind == "ndn":
-            if board_of(publisher) is not None:
-                auth.reject("spoofed", board_of(publisher), "notify from NDN app %s"
-                            % face.label)
-                return True
-            if auth.requires(topic):
-                auth.reject("unsigned_ingress", None, "notify from NDN app %s on a topic "
-                            "that requires signing" % face.label)
-                return True
-            return False
-        b = self.boards.get(face.board or "")
-        if b is None or b.face is not face:
-            claimed = self.boards.get(board_of(publisher) or "")
-            if claimed is None:
-                # nobody holds that name: a board whose bridge (re)started before it
-                # registered again, its buffered frames first; it retries once registered
-                auth.reject("unregistered", board_of(publisher), "notify on %s, where no "
-                            "board registered yet" % face.label)
-            else:
-                auth.reject("spoofed", board_of(publisher), "notify on %s, where no board "
-                            "registered, in the name of %s (registered on %s)" % (
-                                face.label, claimed.name, claimed.face.label))
-            return True
-        if b.prefix != publisher:
-            auth.reject("spoofed", board_of(publisher), "notify on %s, where board %s "
-                        "registered another prefix" % (face.label, b.name))
-            return True
-        if not auth.granted(b.name, topic):
-            auth.reject("not_granted", b.name, "notify on %s outside its grant" %
-                        ndn_name.to_uri(topic))
-            return True
-        if auth.requires(topic):
-            return auth.interest_refusal(board_of(publisher), ni, pkt) is not None
-        return False
 
     def _on_rib_command(self, face: HubFace, nm: bytes) -> None:
         """NFD's rib/register and rib/unregister for a local NDN application."""
@@ -226,19 +279,19 @@ class Hub(NotifyIntake, Delivery):
             params = nfd_mgmt.command_parameters(nm)
         except DecodeError as e:
             self.counters["rib_refused"] += 1
-            self._reply(face, nm, nfd_mgmt.control_response(400, "malformed command: %s" % e,
+            reply(face, nm, nfd_mgmt.control_response(400, "malformed command: %s" % e,
                                                             None))
             return
         prefix = params["name"]
         params["face_id"] = face.face_id
-        if register and not _app_may(face, prefix, "a rib/register of"):
+        if register and not app_may(face, prefix, "a rib/register of"):
             self.counters["rib_refused"] += 1
-            self._reply(face, nm, nfd_mgmt.control_response(
+            reply(face, nm, nfd_mgmt.control_response(
                 403, "outside the prefixes this face allows (ndn_allow_prefixes)", None))
             return
         if register and not self.fwd.add_route(prefix, face):
             self.counters["rib_refused"] += 1
-            self._reply(face, nm, nfd_mgmt.control_response(
+            reply(face, nm, nfd_mgmt.control_response(
                 403, "FIB full (%d routes, %d per face)" % (self.fwd.max_fib,
                                                            self.fwd.max_fib_per_face), None))
             return
@@ -247,7 +300,7 @@ class Hub(NotifyIntake, Delivery):
         topic = control.notify_topic(prefix)
         if topic is not None:
             self._app_subscription(face, topic, register)
-        self._reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
+        reply(face, nm, nfd_mgmt.control_response(200, "OK", params))
 
     def _app_subscription(self, face: HubFace, topic: bytes, add: bool) -> None:
         # a PubSub subscriber registers /<topic>/notify: the hub delivers that topic to it
@@ -259,170 +312,102 @@ class Hub(NotifyIntake, Delivery):
                 return
             sub = BoardState("app%d" % face.face_id, b"", face, self.board_queue_len)
             self.app_subs[face.face_id] = sub
-            sub.worker = self._spawn(self._deliver_loop(sub))
+            sub.worker = self._delivery.start(sub)
         filters = [f for f in sub.filters if f != line]
         if add:
             filters.append(line)
         sub.set_filters(filters)
 
-    def _on_register(self, face: HubFace, i: ndn_interest.Interest, nm: bytes,
-                     pkt: bytes) -> None:
-        try:
-            bname, prefix, filters, serves, offers_batch, boot = (
-                control.decode_register_params(bytes(i.app_params or b"")))
-        except DecodeError as e:
-            self.counters["bad_packets"] += 1
-            log.warning("bad registration from %s: %s", face.label, e)
-            self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
-            return
-        why = name_problem(bname)
-        if why is not None:
-            self.counters["bad_packets"] += 1
-            log.warning("registration from %s refused: board name %r: %s", face.label,
-                        bname[:80], why)
-            self._send_nack(face, ndn_interest.encode(nm, nonce=new_nonce()))
-            return
-        auth = self.auth
-        key = auth.keys.get(bname) if auth is not None else None
-        if key is not None and auth is not None and auth.interest_refusal(
-                bname, i, pkt, what="registration", check_time=False) is not None:
-            # a board with a key registers only with it: nobody else takes its name
-            auth.rejected["register_rejected"] += 1
-            return
-        if key is None and auth is not None and self._anonymous_refused(auth, face, bname):
-            return
-        # a face carries one board: a new name on it takes over from the one before
-        prev = self.boards.get(face.board or "")
-        if prev is not None and prev.name != bname and prev.face is face and not prev.down:
-            self._mark_down(prev)
-        b = self.boards.get(bname)
-        if b is None:
-            if len(self.boards) >= self.max_boards and not self._evict_longest_down(bname):
-                self.counters["unknown_board_refused"] += 1
-                self.hits.hit("max_boards", "board %s on %s refused: %d boards, all up",
-                              bname, face.label, len(self.boards))
-                return
-            b = BoardState(bname, prefix, face, self.board_queue_len)
-            self.boards[bname] = b
-            log.info("board %s registered on %s", bname, face.label)
-            self._journal_event("board_up", bname, face.label, reconnect=False)
-        elif b.face is not face or b.prefix != prefix or b.down:
-            self._drop_routes(b)
-            log.info("board %s moved to %s", bname, face.label)
-            self._journal_event("board_up", bname, face.label, reconnect=True)
-        if b.boot is not None and boot != b.boot:
-            log.info("board %s restarted", bname)
-        b.boot = boot
-        b.down = False
-        b.face, b.prefix = face, prefix
-        face.board = bname
-        if filters != b.filters:
-            b.set_filters(filters)
-        # link batches for a board that offers them, unsigned only: a keyed board's
-        # messages keep their HMAC from end to end
-        b.batch = offers_batch and key is None and self.batch_link
-        b.registrations += 1
-        b.last_seen = time.time()
-        # its prefix and the named data it answers (python-ndn express_interest); a route
-        # the FIB refuses (full: counted) only costs NDN apps that route: the hub fetches
-        # from and delivers to the board on its face
-        wanted = [prefix, *serves]
-        for p in b.routes:
-            if p not in wanted:
-                self.fwd.remove_route(p, face)
-        b.routes = [p for p in wanted if self.fwd.add_route(p, face)]
-        if b.worker is None or b.worker.done():
-            b.worker = self._spawn(self._deliver_loop(b))
-        info = b.info()
-        for hook in list(self._register_hooks):
-            try:
-                hook(info)
-            except Exception:  # noqa: BLE001 - a broken hook must not break a registration
-                self._fault("hook_errors", "register hook")
-        b.wake.set()
-        # the gateway's clock, for boards without one: their signed Interests carry
-        # SignatureTime; signed with the board's key so the board can trust it
-        content = control.reply_content(ndn_name.to_uri(self.prefix), int(time.time() * 1000),
-                                        b.batch)
-        reply = ndn_data.encode(nm, content, freshness_ms=0,
-                                signer=HmacSigner(key) if key is not None else SIGNER)
-        face.send_packet(reply)
+    # ---- the API for everyone else: messages, events, snapshots ------------------------
 
-    def _anonymous_refused(self, auth: BoardAuth, face: HubFace, bname: str) -> bool:
-        """A board without a key registers only where anonymous boards are allowed, and
-        never takes a name another connection holds: while that board is up and was heard
-        in the last TAKEOVER_GRACE_S, the name is bound to its face."""
-        if not auth.allow_anonymous:
-            auth.reject("anonymous", bname, "registration on %s without a key" % face.label)
-            return True
-        b = self.boards.get(bname)
-        if (b is not None and b.face is not face and not b.down and b.face.up
-                and time.time() - b.last_seen < TAKEOVER_GRACE_S):
-            auth.reject("takeover", bname, "registration on %s while the board is up on %s"
-                        % (face.label, b.face.label))
-            return True
-        return False
+    def publish(self, msg: Message, boards: Iterable[str] | None = None, *,
+                listeners: bool = True) -> None:
+        """Relay one message to every listener and every board whose filters match.
 
-    def _mark_down(self, b: BoardState) -> None:
-        b.down = True
-        b.down_since = time.monotonic()
-        self._drop_routes(b)
-        self._journal_event("board_down", b.name, b.face.label)
+        With `boards` (names), to exactly those boards instead (a directed message), and to
+        listeners and NDN apps only if `listeners`; publish hooks are skipped then.
+        Once intake has stopped (stop_intake), refused and counted."""
+        self._relay.publish(msg, boards, listeners=listeners)
 
-    def _drop_routes(self, b: BoardState) -> None:
-        for p in b.routes:
-            self.fwd.remove_route(p, b.face)
-        b.routes = []
+    def deliver(self, board: str, msg: Message) -> bool:
+        """Queue msg for one board (as any relayed message: a full queue drops its oldest,
+        counted and journaled); False if no board has that name."""
+        return self._relay.deliver(board, msg)
 
-    def _evict_longest_down(self, newcomer: str) -> bool:
-        """Make room in a full board table: forget the board down the longest (its queue
-        is dropped, journaled); False when every board is up."""
-        down = [b for b in self.boards.values() if b.down or not b.face.up]
-        if not down:
-            return False
-        b = min(down, key=_down_since)
-        del self.boards[b.name]
-        self._index = None  # the filter index still holds it
-        if b.worker is not None:
-            b.worker.cancel()
-        while b.outbox:
-            self.journal_outcome(b.outbox.popleft(), b.name, "dropped")
-        if b.face.board == b.name:
-            b.face.board = None
-        self.counters["boards_evicted"] += 1
-        self.hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s",
-                      b.name, time.monotonic() - b.down_since, newcomer)
-        self._journal_event("board_evicted", b.name, b.face.label)
-        return True
+    @property
+    def journaling(self) -> bool:
+        """Whether a journal is attached: callers skip building records it would take."""
+        return self._feed.journaling
 
-    # ---- the API for everyone else: events, snapshots ---------------------------------
+    def journal_outcome(self, msg: Message, egress: str | None, outcome: str) -> None:
+        """One journal record: msg relayed (egress None, with its payload), or what became
+        of it at one egress (delivered/dropped/nacked)."""
+        self._feed.outcome(msg, egress, outcome)
+
+    def add_flusher(self, fn: Callable[[], None]) -> None:
+        """fn writes what a relay queued this turn (an SP PUB endpoint's flush); it runs at
+        the end of every turn that relayed or acked something, before the acks."""
+        self._gate.add_flusher(fn)
+
+    def remove_flusher(self, fn: Callable[[], None]) -> None:
+        self._gate.remove_flusher(fn)
+
+    def flush_soon(self) -> None:
+        """Have flush_relays run at the end of this loop turn (once, however many ask)."""
+        self._gate.flush_soon()
+
+    def flush_relays(self) -> None:
+        """Write what this turn relayed to the subscribers' sockets, then send the acks:
+        the order that makes an ack mean "handed on" (docs/guarantees.md)."""
+        self._gate.flush_relays()
+
+    def stop_intake(self) -> None:
+        """The first step of an orderly stop: from now on nothing new is relayed or acked
+        (packets from faces are dropped, publish refuses); what was acked before is still
+        queued and goes out with the next flush_relays."""
+        self._gate.close()
+
+    def clock_ms(self) -> int:
+        """The gateway's clock, ms since 1970: what boards set theirs from at registration."""
+        return int(time.time() * 1000)
+
+    def set_counters(self, values: dict[str, int]) -> None:
+        """Set counters another part keeps (the mesh's gap tracking) among the hub's own,
+        so the bridge's stats show them with the rest."""
+        self.counters.update(values)
+
+    def forget_fetched(self) -> None:
+        """Forget which notifies were fetched already, so the same ones count as new
+        (a bench replays one set of frames)."""
+        self._intake.forget_fetched()
+
+    async def close(self) -> None:
+        await self._tasks.close()
+        self.fwd.close()
 
     def add_listener(self, fn: Listener) -> None:
         """Call fn with every message the hub relays (after publish hooks)."""
-        self._listeners.append(fn)
+        self._relay.add_listener(fn)
 
     def remove_listener(self, fn: Listener) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(fn)
+        self._relay.remove_listener(fn)
 
     def has_listener(self, fn: Listener) -> bool:
-        return fn in self._listeners
+        return self._relay.has_listener(fn)
 
     def add_publish_hook(self, fn: Callable[[Message], bool]) -> None:
         """fn sees each new message before fan-out; returning True, it has taken it over."""
-        self._publish_hooks.append(fn)
+        self._relay.add_publish_hook(fn)
 
     def remove_publish_hook(self, fn: Callable[[Message], bool]) -> None:
-        with contextlib.suppress(ValueError):
-            self._publish_hooks.remove(fn)
+        self._relay.remove_publish_hook(fn)
 
     def add_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
         """Call fn with a snapshot of each board as it registers or re-registers."""
-        self._register_hooks.append(fn)
+        self._registrar.add_hook(fn)
 
     def remove_register_hook(self, fn: Callable[[BoardInfo], None]) -> None:
-        with contextlib.suppress(ValueError):
-            self._register_hooks.remove(fn)
+        self._registrar.remove_hook(fn)
 
     def unsigned_refused(self, topic_uri: bytes, what: str) -> bool:
         """For an ingress that cannot carry a board's signature (an SP publisher, an open
@@ -461,14 +446,3 @@ class Hub(NotifyIntake, Delivery):
         out = dict(self.counters)
         out["pit"] = len(self.fwd.pit)
         return out
-
-
-def _down_since(b: BoardState) -> float:
-    return b.down_since
-
-
-def _app_may(face: HubFace, name: bytes, what: str) -> bool:
-    """Whether an NDN app's face lets it publish or register under name (its listener's
-    ndn_allow_prefixes, faces/ndn.py); faces without such a list always do."""
-    allowed = getattr(face, "name_allowed", None)
-    return allowed is None or bool(allowed(name, what))

@@ -10,10 +10,12 @@ from collections.abc import Callable
 class Message:
     """One relayed message. `topic` is the topic's URI as bytes."""
 
-    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board", "_line")
+    __slots__ = ("topic", "payload", "origin", "ingress", "t_recv", "t_board", "t_taken",
+                 "_line")
 
     def __init__(self, topic: bytes, payload: bytes, origin: str, ingress: str,
-                 t_board: int | None = None, t_recv: float | None = None) -> None:
+                 t_board: int | None = None, t_recv: float | None = None,
+                 t_taken: int | None = None) -> None:
         self.topic = topic
         self.payload = payload
         self.origin = origin
@@ -21,6 +23,9 @@ class Message:
         # when the bridge read it (a face's read time for a whole batch), else now
         self.t_recv = time.time() if t_recv is None else t_recv
         self.t_board = t_board  # the board's SignatureTime (ms), when it signs
+        # when the publisher took it (ms since 1970 by its clock, set from a gateway's), if
+        # it says: docs/protocols/event-time.md
+        self.t_taken = t_taken
         self._line: bytes | None = None
 
     def line(self) -> bytes:
@@ -30,6 +35,13 @@ class Message:
         if line is None:
             line = self._line = self.topic + b"|" + self.payload
         return line
+
+    def age_ms(self) -> float | None:
+        """How long before the bridge received it the message was taken (None: not
+        known): what tells a reading held during an outage from a fresh one."""
+        if self.t_taken is None:
+            return None
+        return self.t_recv * 1000 - self.t_taken
 
 
 Listener = Callable[[Message], None]

@@ -47,7 +47,7 @@ class BoardState:
         self.down = False  # its face went down; its next registration is a reconnect
         self.down_since = 0.0  # time.monotonic() when it went down: the longest down goes
         self.routes: list[bytes] = []  # the FIB prefixes it registered (its own, served)
-        self.batch = False  # it publishes in link batches (docs/protocols/link-batch.md)
+        self.batch = 0  # its link batch form, 0: none (docs/protocols/link-batch.md)
         self.boot: int | None = None  # drawn by the board at start-up: new after a restart
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len

@@ -54,9 +54,8 @@ def _encode(obj: Any, out: bytearray, depth: int) -> None:
         out += b"e"
     elif isinstance(obj, dict):
         items: list[tuple[bytes, Any]] = []
-        for k, v in obj.items():
-            if isinstance(k, str):
-                k = k.encode()
+        for key, v in obj.items():
+            k = key.encode() if isinstance(key, str) else key
             if not isinstance(k, bytes):
                 raise BencodeError("dict key must be bytes or str, not %s" % type(k).__name__)
             items.append((k, v))

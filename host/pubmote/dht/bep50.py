@@ -22,6 +22,7 @@ from pubmote.dht import bep44, krpc
 from pubmote.dht.krpc import METHOD_UNKNOWN, PROTOCOL_ERROR, Addr, KrpcError, Message
 from pubmote.dht.node import DhtNode
 from pubmote.dht.routing import RoutingTable
+from pubmote.dht.server import compact_closest
 
 log = logging.getLogger("pubmote.dht.bep50")
 
@@ -137,7 +138,7 @@ class TopicOverlay:
                 if reannounce and time.monotonic() - last_announce > REANNOUNCE_S:
                     await self.node.announce(self.target)
                     last_announce = time.monotonic()
-            except Exception:  # noqa: BLE001 - the next round tries again
+            except Exception:  # the next round tries again
                 self.counters["upkeep_failed"] += 1
                 log.debug("topic upkeep failed", exc_info=True)
 
@@ -248,7 +249,7 @@ class TopicOverlay:
         if self.on_update is not None:
             try:
                 self.on_update(item)
-            except Exception:  # noqa: BLE001 - a subscriber's bug must not stop forwarding
+            except Exception:  # a subscriber's bug must not stop forwarding
                 log.exception("topic update callback failed")
         return True
 
@@ -267,7 +268,7 @@ class TopicOverlay:
             target = a.get(b"target")
             if not isinstance(target, bytes) or len(target) != 20:
                 raise KrpcError(PROTOCOL_ERROR, "target must be a 20-byte string")
-            return {b"nodes": self.node.compact_closest(self.table, target)}
+            return {b"nodes": compact_closest(self.table, target)}
         if m in (b"get_peers", b"announce_peer"):
             self.counters["refused"] += 1
             raise KrpcError(METHOD_UNKNOWN, "%s is not allowed in a topic network"
@@ -277,7 +278,7 @@ class TopicOverlay:
                 self.counters["refused"] += 1
                 raise KrpcError(PROTOCOL_ERROR, "only the topic's item is served here")
             r: dict[bytes, Any] = {b"token": self.node.tokens.make(src[0]),
-                                   b"nodes": self.node.compact_closest(self.table, self.target)}
+                                   b"nodes": compact_closest(self.table, self.target)}
             if self.item is not None:
                 seq = a.get(b"seq")
                 if isinstance(seq, int) and seq >= self.item.seq:
@@ -286,7 +287,7 @@ class TopicOverlay:
                     r.update(self.item.get_fields())
             return r
         if m == b"put":
-            self.node.check_token(src, a)
+            self.node.server.check_token(src, a)
             if b"k" not in a:
                 self.counters["refused"] += 1
                 raise KrpcError(PROTOCOL_ERROR, "only the topic's mutable item is accepted")

@@ -80,7 +80,7 @@ class BoardFace:
             self.counters["rx_frames"] += len(pkts)
             for pkt in pkts:
                 self.on_packet(self, pkt)
-        except Exception:  # noqa: BLE001 - nothing a board sends may end the bridge
+        except Exception:  # nothing a board sends may end the bridge
             self.counters["rx_errors"] += 1
             n = self.counters["rx_errors"]
             if n == 1 or n % 1000 == 0:

@@ -17,7 +17,7 @@ from pubmote_wire import framing
 _CODE = [bytes((k + 1,)) for k in range(254)]  # a COBS block's code byte by its length
 
 
-def encode(payload: bytes) -> bytes:
+def encode(payload: bytes | bytearray | memoryview) -> bytes:
     """framing.encode(payload): 00 | COBS(payload | CRC-16) | 00."""
     data = bytes(payload)
     parts = (data + crc_hqx(data, 0xFFFF).to_bytes(2, "big")).split(b"\x00")

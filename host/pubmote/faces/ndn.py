@@ -131,7 +131,7 @@ class NdnAppFace(asyncio.Protocol):
             for pkt in pkts:
                 self.counters["rx_packets"] += 1
                 self.on_packet(self, pkt)
-        except Exception:  # noqa: BLE001 - nothing an app sends may end the bridge
+        except Exception:  # nothing an app sends may end the bridge
             self.counters["rx_errors"] += 1
             log.exception("%s: handling a packet failed; closing it", self.label)
             if self._t is not None:

@@ -79,7 +79,7 @@ class UdpServer(asyncio.DatagramProtocol):
             self.watch.watch(face)
             try:
                 face.set_up(True)
-            except Exception:  # noqa: BLE001 - a datagram must not end the listener's loop
+            except Exception:  # a datagram must not end the listener's loop
                 face.counters["rx_errors"] += 1
                 log.exception("%s: face set-up failed", face.label)
                 return

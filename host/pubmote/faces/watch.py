@@ -52,19 +52,34 @@ class FaceWatch:
         every_s = max(0.05, min(self.register_timeout_s, self.idle_timeout_s) / 4)
         while True:
             await asyncio.sleep(every_s)
-            self.check(time.monotonic())
+            await self.sweep()
+
+    async def sweep(self) -> None:
+        """Close every face past a timeout, after reading what has already arrived: on a
+        loop busy with a flood, this check can come due while a board's registration or
+        keepalive waits unread in its socket, and that board is not one to close."""
+        if not self._due(time.monotonic()):
+            return
+        # two turns of the loop: the first polls the sockets and queues their reads
+        # behind this task, the second runs them before the check below
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        self.check(time.monotonic())
+
+    def _due(self, now: float) -> list[tuple[BoardFace, str, str, float]]:
+        out = []
+        for face, since in self._since.items():
+            if face.board is None and now - since > self.register_timeout_s:
+                out.append((face, "board_register_timeout_s", "no board registered in %.0f s",
+                            self.register_timeout_s))
+            elif now - face.t_seen > self.idle_timeout_s:
+                out.append((face, "board_idle_timeout_s", "nothing received for %.0f s",
+                            self.idle_timeout_s))
+        return out
 
     def check(self, now: float) -> None:
-        """Close every face past a timeout."""
-        for face, since in list(self._since.items()):
-            if face.board is None and now - since > self.register_timeout_s:
-                key, why = "board_register_timeout_s", "no board registered in %.0f s"
-                limit = self.register_timeout_s
-            elif now - face.t_seen > self.idle_timeout_s:
-                key, why = "board_idle_timeout_s", "nothing received for %.0f s"
-                limit = self.idle_timeout_s
-            else:
-                continue
+        """Close every face past a timeout (at once: `sweep` reads the sockets first)."""
+        for face, key, why, limit in self._due(now):
             self.forget(face)
             self.hits.hit(key, "%s closed: " + why, face.label, limit)
             face.close()

@@ -119,14 +119,32 @@ class Bridge:
 
     async def start(self) -> None:
         cfg = self.cfg
-        loop = asyncio.get_running_loop()
         # board-link encryption first: a configuration that cannot hold it binds nothing
+        self._set_link_guard()
+        self._set_auth()
+        self._set_journal_and_trace()
+        await self._start_app_faces()
+        await self._start_board_faces()
+        if cfg["retained"]:
+            from pubmote.gateway.retained import from_config
+
+            self.retained = await from_config(self.hub, cfg)
+        from pubmote.gateway.mesh.relay import from_config as mesh_from_config
+
+        self.mesh = await mesh_from_config(self.hub, cfg)
+        await self._start_control()
+
+    def _set_link_guard(self) -> None:
+        cfg = self.cfg
         require_tls = board_links_encrypted(cfg)
         if cfg["tcp_tls_cert"]:
             ctx = server_context(str(cfg["tcp_tls_cert"]), str(cfg["tcp_tls_key"]))
             self.link_guard = LinkGuard(ctx, require_tls)
             log.info("TCP board face: TLS with %s; plaintext boards %s", cfg["tcp_tls_cert"],
                      "refused" if require_tls else "accepted too")
+
+    def _set_auth(self) -> None:
+        cfg = self.cfg
         keys = load_keys(cfg["keys"]) if cfg["keys"] else {}
         grants = load_grants(cfg["keys"]) if cfg["keys"] else {}
         if self.fleet is not None:
@@ -150,6 +168,9 @@ class Bridge:
                     " %d boards with keys; boards WITHOUT a key register by name and publish "
                     "anywhere" % len(keys)),
                 ", ".join(cfg["require_signed"]) or "no prefix")
+
+    def _set_journal_and_trace(self) -> None:
+        cfg = self.cfg
         if cfg["journal"]:
             self.journal = Journal(cfg["journal"], max_bytes=int(cfg["journal_max_bytes"]),
                                    max_age_s=float(cfg["journal_max_age"]),
@@ -162,6 +183,10 @@ class Bridge:
         if cfg["trace"]:
             self.tracer = Tracer(cfg["trace"])
             self.hub.attach(tracer=self.tracer)
+
+    async def _start_app_faces(self) -> None:
+        """The NDN faces and SP endpoints applications connect to."""
+        cfg = self.cfg
         lim, hits = self.limits, self.hits
         for url in cfg["ndn_face"]:
             ndn = NdnFaceServer(url, next_face_id, self.hub.on_packet, self.hub.face_state,
@@ -181,6 +206,12 @@ class Bridge:
                                             cfg["sp_sub_allow_topics"]))
             await ep.start()
             self.sp.append(ep)
+
+    async def _start_board_faces(self) -> None:
+        """The faces boards connect through: TCP, UDP, serial lines, the simulated fleet."""
+        cfg = self.cfg
+        lim, hits = self.limits, self.hits
+        loop = asyncio.get_running_loop()
         for spec in cfg["tcp"]:
             host, port = parse_hostport(spec)
             log_exposure(log, "the board TCP face", spec, host, "%s; %s" % (
@@ -210,14 +241,6 @@ class Bridge:
                 self.add_serial(board_port, DEFAULT_BAUD, quiet_s=SIM_PORT_QUIET_S)
             if hasattr(self.fleet, "crashed"):
                 self._tasks.append(asyncio.create_task(self._watch_fleet()))
-        if cfg["retained"]:
-            from pubmote.gateway.retained import from_config
-
-            self.retained = await from_config(self.hub, cfg)
-        from pubmote.gateway.mesh.relay import from_config as mesh_from_config
-
-        self.mesh = await mesh_from_config(self.hub, cfg)
-        await self._start_control()
 
     async def _start_control(self) -> None:
         """The local control endpoint `pubmote update` talks to; a bridge that cannot bind
@@ -253,7 +276,7 @@ class Bridge:
             await asyncio.sleep(1.0)
             try:
                 self.fleet.crashed()  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - the watch goes on
+            except Exception:  # the watch goes on
                 log.exception("checking the simulated boards for crashes failed")
 
     async def _journal_ticks(self) -> None:
@@ -262,7 +285,7 @@ class Bridge:
             if self.journal is not None:
                 try:
                     self.journal.tick()
-                except Exception:  # noqa: BLE001 - the ticks (and the retries) go on
+                except Exception:  # the ticks (and the retries) go on
                     log.exception("journal tick failed")
 
     def _stream_state(self, face: BoardFace) -> None:

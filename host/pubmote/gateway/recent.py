@@ -20,7 +20,7 @@ class RecentWarnings(logging.Handler):
 
     def __init__(self, maxlen: int = RECENT_MAX) -> None:
         super().__init__(logging.WARNING)
-        self.ring: deque[str] = deque((), maxlen)
+        self.ring: deque[str] = deque(maxlen=maxlen)
         self.seen = 0
 
     def emit(self, record: logging.LogRecord) -> None:

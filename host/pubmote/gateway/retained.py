@@ -132,7 +132,7 @@ class RetainedTopics:
                 msg = self._pending.pop(topic)
                 try:
                     await self._publish(topic, msg.payload)
-                except Exception:  # noqa: BLE001 - one bad publish must not stop the rest
+                except Exception:  # one bad publish must not stop the rest
                     log.exception("retained publish of %r failed", topic)
 
     async def _reput_loop(self) -> None:
@@ -142,7 +142,7 @@ class RetainedTopics:
                 if ov.item is not None and ov.item.key == self.pubkey:
                     try:
                         await self.node.put_mutable(ov.item)
-                    except Exception:  # noqa: BLE001 - retried at the next round
+                    except Exception:  # retried at the next round
                         log.exception("re-put of %r failed", topic)
 
     async def _publish(self, topic: bytes, payload: bytes) -> None:
@@ -193,7 +193,7 @@ class RetainedTopics:
         match, once per start-up of the board and value."""
         try:
             self._hand_last_values(b)
-        except Exception:  # noqa: BLE001 - never let this hook break a registration
+        except Exception:  # never let this hook break a registration
             log.exception("retained values for board %s failed", b.name)
 
     def _hand_last_values(self, b: BoardInfo) -> None:

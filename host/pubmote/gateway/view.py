@@ -57,6 +57,39 @@ def _t(s: Any) -> Text:
     return Text(printable(str(s)))
 
 
+def _board_row(boards: Table, face: Any, b: Any, crash: str | None, bridge: Bridge) -> None:
+    """The row of one face: b is its registered board (None: not yet), crash what a
+    simulated board's app died of (None: alive); a board's part in the last roll-out is
+    said beside its state."""
+    state = Text("up", style="green") if face.up else Text("down", style="red")
+    if crash is not None:  # a simulated board whose app died (it may have registered first)
+        state = Text(printable(crash), style="red")
+    if b is None:
+        if crash is None:
+            why = getattr(face, "last_error", "") if not face.up else ""
+            state.append(" (%s)" % printable(str(why)) if why else " (not registered)")
+        boards.add_row("?", _t(face.label), state, "", "", "", str(face.bad_frames()), "")
+        return
+    _update_note(bridge, b.name, state)
+    c = b.counters
+    boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
+                   str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
+                   str(face.bad_frames()),
+                   _t(", ".join(f.decode(errors="replace") or "<all>" for f in b.filters)))
+
+
+def _sp_line(bridge: Bridge) -> str:
+    # refused: connections (caps, sp_sub_allow_from) and messages (sp_sub_allow_topics,
+    # --require-signed)
+    return "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received, %d bad, %d "
+                     "refused" % (
+        "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
+        ep.counters["dropped"], ep.counters["received"],
+        ep.counters["bad_messages"] + ep.counters["bad_streams"],
+        ep.admission.refused + ep.allow.refused_source + ep.allow.refused_name
+        + ep.counters["refused"]) for ep in bridge.sp)
+
+
 class View:
     """The live view of one bridge, and the count of what it failed to show."""
 
@@ -74,75 +107,8 @@ class View:
 
     def render(self) -> Group:
         bridge = self.bridge
-        hub = bridge.hub
-        boards = Table(title="boards", expand=True)
-        boards.add_column("board", no_wrap=True)
-        boards.add_column("link", overflow="fold")
-        boards.add_column("state", no_wrap=True)
-        for col in ("pub", "recv", "drops", "bad frames"):
-            boards.add_column(col, justify="right", no_wrap=True)
-        boards.add_column("filters", overflow="fold")
-        by_face = {b.face_id: b for b in hub.board_infos()}
-        problems = board_problems(bridge)
-        for face in bridge.all_faces():
-            try:
-                b = by_face.get(face.face_id)
-                state = Text("up", style="green") if face.up else Text("down", style="red")
-                if b is None:
-                    crash = problems.get(face.face_id)
-                    why = getattr(face, "last_error", "") if not face.up else ""
-                    if crash is not None:  # a simulated board whose app died
-                        state = Text(printable(crash), style="red")
-                    else:
-                        state.append(" (%s)" % printable(str(why)) if why
-                                     else " (not registered)")
-                    boards.add_row("?", _t(face.label), state, "", "", "",
-                                   str(face.bad_frames()), "")
-                    continue
-                crash = problems.get(face.face_id)  # it may have registered first
-                if crash is not None:
-                    state = Text(printable(crash), style="red")
-                _update_note(bridge, b.name, state)
-                c = b.counters
-                boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
-                               str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
-                               str(face.bad_frames()),
-                               _t(", ".join(f.decode(errors="replace") or "<all>"
-                                            for f in b.filters)))
-            except Exception:  # noqa: BLE001 - one row must not take the view down
-                self._row_failed(boards, "boards", 8)
-        topics = Table(title="topics", expand=True)
-        topics.add_column("topic", overflow="fold", ratio=3)
-        for col in ("msgs", "rate/s"):
-            topics.add_column(col, justify="right", no_wrap=True)
-        topics.add_column("last value", overflow="fold", ratio=3)
-        for col in ("from", "age s"):
-            topics.add_column(col, no_wrap=True)
-        now = time.time()
-        for topic, st in sorted(hub.topic_stats().items()):
-            try:
-                topics.add_row(_t(topic.decode(errors="replace")), str(st.count),
-                               "%.1f" % st.rate, Text(show_payload(st.last_payload)),
-                               _t(st.last_origin), "%.1f" % (now - st.last_time))
-            except Exception:  # noqa: BLE001 - one row must not take the view down
-                self._row_failed(topics, "topics", 6)
-        # refused: connections (caps, sp_sub_allow_from) and messages (sp_sub_allow_topics,
-        # --require-signed)
-        sp_line = "  ".join("%s %s: %d clients, %d sent, %d dropped, %d received, %d bad, %d "
-                            "refused" % (
-            "PUB" if ep.proto == 0x20 else "SUB", ep.url, ep.clients(), ep.counters["sent"],
-            ep.counters["dropped"], ep.counters["received"],
-            ep.counters["bad_messages"] + ep.counters["bad_streams"],
-            ep.admission.refused + ep.allow.refused_source + ep.allow.refused_name
-            + ep.counters["refused"]) for ep in bridge.sp)
-        c = hub.stats()
-        foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
-            c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
-        errors = (bridge.internal_errors() + self.counters["row_errors"]
-                  + self.counters["render_errors"])
-        if errors:
-            foot += "  internal errors %d (see the log)" % errors
-        parts: list[Any] = [boards, topics, Text(foot)]
+        parts: list[Any] = [self._boards(), self._topics(), Text(self._foot())]
+        sp_line = _sp_line(bridge)
         if sp_line:
             parts.append(Text(sp_line))
         net = network_parts(bridge)
@@ -156,6 +122,54 @@ class View:
         parts.append("[dim]Ctrl-C stops the bridge and every simulated board.[/]")
         self.counters["renders"] += 1
         return Group(*parts)
+
+    def _boards(self) -> Table:
+        """A row per face: its board (or why there is none yet) and its counters."""
+        bridge = self.bridge
+        boards = Table(title="boards", expand=True)
+        boards.add_column("board", no_wrap=True)
+        boards.add_column("link", overflow="fold")
+        boards.add_column("state", no_wrap=True)
+        for col in ("pub", "recv", "drops", "bad frames"):
+            boards.add_column(col, justify="right", no_wrap=True)
+        boards.add_column("filters", overflow="fold")
+        by_face = {b.face_id: b for b in bridge.hub.board_infos()}
+        problems = board_problems(bridge)
+        for face in bridge.all_faces():
+            try:
+                _board_row(boards, face, by_face.get(face.face_id), problems.get(face.face_id),
+                           self.bridge)
+            except Exception:  # noqa: BLE001 - one row must not take the view down
+                self._row_failed(boards, "boards", 8)
+        return boards
+
+    def _topics(self) -> Table:
+        topics = Table(title="topics", expand=True)
+        topics.add_column("topic", overflow="fold", ratio=3)
+        for col in ("msgs", "rate/s"):
+            topics.add_column(col, justify="right", no_wrap=True)
+        topics.add_column("last value", overflow="fold", ratio=3)
+        for col in ("from", "age s"):
+            topics.add_column(col, no_wrap=True)
+        now = time.time()
+        for topic, st in sorted(self.bridge.hub.topic_stats().items()):
+            try:
+                topics.add_row(_t(topic.decode(errors="replace")), str(st.count),
+                               "%.1f" % st.rate, Text(show_payload(st.last_payload)),
+                               _t(st.last_origin), "%.1f" % (now - st.last_time))
+            except Exception:  # noqa: BLE001 - one row must not take the view down
+                self._row_failed(topics, "topics", 6)
+        return topics
+
+    def _foot(self) -> str:
+        c = self.bridge.hub.stats()
+        foot = "messages %d  bad packets %d  nacks sent %d  fetch failures %d  PIT %d" % (
+            c["messages"], c["bad_packets"], c["nacks_sent"], c["fetch_failed"], c["pit"])
+        errors = (self.bridge.internal_errors() + self.counters["row_errors"]
+                  + self.counters["render_errors"])
+        if errors:
+            foot += "  internal errors %d (see the log)" % errors
+        return foot
 
     @staticmethod
     def _warnings(recent: RecentWarnings) -> Text:
@@ -173,7 +187,7 @@ class View:
         """render(), or on a failure (counted, logged) the last good screen."""
         try:
             return self.render()
-        except Exception:  # noqa: BLE001 - the view must never end the bridge
+        except Exception:  # the view must never end the bridge
             self.counters["render_errors"] += 1
             n = self.counters["render_errors"]
             if n == 1 or n % 1000 == 0:

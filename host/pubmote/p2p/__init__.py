@@ -14,7 +14,8 @@ from pubmote.p2p.errors import (
     ProtocolError,
     StreamReset,
 )
-from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED, Host, PeerEvent
+from pubmote.p2p.events import CONNECTED, DISCONNECTED, IDENTIFIED, PeerEvent
+from pubmote.p2p.host import Host
 from pubmote.p2p.hostconfig import HostConfig
 from pubmote.p2p.identify import IdentifyInfo
 from pubmote.p2p.identity import KeyPair, PeerId, PublicKey, load_or_create_key

@@ -170,7 +170,7 @@ class Multiaddr:
         return Multiaddr([(n, v) for n, v in self.parts if n != "p2p"])
 
     def with_p2p(self, peer_id_text: str) -> Multiaddr:
-        return Multiaddr(self.without_p2p().parts + [("p2p", peer_id_text)])
+        return Multiaddr([*self.without_p2p().parts, ("p2p", peer_id_text)])
 
     def tcp_host_port(self) -> tuple[str, int]:
         """(host, port) of an /ip4|ip6|dns*/tcp address; ValueError for anything else."""

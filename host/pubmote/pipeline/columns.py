@@ -36,7 +36,7 @@ __all__ = ["COLUMNS", "COLUMNS_GLOB", "JOURNAL_GLOB", "columns_dir", "compact", 
 _READ = pa.schema([
     ("t_bridge", pa.float64()), ("topic", pa.string()), ("origin", pa.string()),
     ("egress", pa.string()), ("outcome", pa.string()), ("latency_ms", pa.float64()),
-    ("payload", pa.string()), ("reconnect", pa.bool_()),
+    ("payload", pa.string()), ("reconnect", pa.bool_()), ("t_taken", pa.float64()),
 ])
 # What a columns file holds: the record's fields the tables use, payload decoded.
 COLUMNS = pa.schema([f for f in _READ if f.name != "payload"] + [("reading", pa.float64())])
@@ -46,6 +46,7 @@ UNUSABLE_KEY = "pubmote.unusable_rows"
 _READ_OPTIONS = pj.ReadOptions(use_threads=os.environ.get("PUBMOTE_COLUMNS_THREADS") != "0")
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "t_bridge": (int, float), "latency_ms": (int, float), "reconnect": (bool,),
+    "t_taken": (int, float),
     "topic": (str,), "origin": (str,), "egress": (str,), "outcome": (str,), "payload": (str,)}
 
 

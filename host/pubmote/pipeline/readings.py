@@ -24,7 +24,7 @@ import cbor2
 # Looked up in this order in a CBOR map; else the map's only other number is the reading.
 READING_KEYS = ("value", "reading", "celsius", "temperature")
 # Numbers in a map that are never the reading (the demo's sequence and board clock).
-NOT_READINGS = frozenset(("seq", "t_ms", "ts", "time", "t"))
+NOT_READINGS = frozenset(("seq", "t_ms", "taken_ms", "ts", "time", "t"))
 
 
 # A board's payload is under 1 kB, an SP message under 64 kB; beyond, not a reading

@@ -36,8 +36,8 @@ def records(n_messages: int, *, boards: int = 4, subscribers: int = 2, seed: int
             continue
         payload = cbor.dumps({"seq": k // boards, "t_ms": t % 100000,
                               "celsius": round(18 + 8 * rnd.random(), 2)})
-        base = {"t_board": t - 3, "t_bridge": float(t), "topic": topic, "origin": b,
-                "ingress": "serial:" + b, "size": len(payload)}
+        base = {"t_board": t - 3, "t_taken": t - 5, "t_bridge": float(t), "topic": topic,
+                "origin": b, "ingress": "serial:" + b, "size": len(payload)}
         yield dict(base, egress=None, outcome="relayed", payload=payload.hex())
         for s in subs:
             r = rnd.random()

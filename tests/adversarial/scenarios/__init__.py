@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from . import accounting, connections, decoders, journal, links, stale, stops, tables
 
-Scenario = Callable[[Path, float], Awaitable[dict[str, Any]]]
+Scenario = Callable[[Path, float], Coroutine[Any, Any, dict[str, Any]]]
 
 # key: (what the report calls it, the function); in the report's order
 SCENARIOS: dict[str, tuple[str, Scenario]] = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -19,7 +20,7 @@ import pynng
 from measure import Bound, Measure
 
 from e2e import Collector, boards_registered, bridge_with_boards, free_port, wait_until
-from faults import _acked_arrive
+from faults import _acked_arrive, sim_fleet
 
 SEQ = b"/test/sim1/seq|"
 
@@ -39,11 +40,11 @@ class TimedCollector(Collector):
 
     def max_pause_s(self, since: float) -> float:
         t = [x for x in self.times if x >= since]
-        return max((b - a for a, b in zip(t, t[1:], strict=False)), default=0.0)
+        return max((b - a for a, b in itertools.pairwise(t)), default=0.0)
 
 
 def files_records(d: Path) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for f in sorted(d.glob("journal-*.jsonl")):
         out.extend(json.loads(line) for line in f.read_text().splitlines())
     return out
@@ -80,7 +81,7 @@ async def with_board(tmp: Path, jdir: Path, body: Callable[[Any, TimedCollector]
             pause = col.max_pause_s(t0)
             m.recovered(pause)
             assert bridge.fleet is not None
-            bridge.fleet.boards[0].power_off()
+            sim_fleet(bridge).boards[0].power_off()
             acked, lost = await _acked_arrive(col, SEQ, tmp / "sim" / "acked.log")
             m.acked_figures(len(acked), lost)
             received = sorted({int(x[len(SEQ):]) for x in col.lines})
@@ -106,8 +107,11 @@ async def journal_removed(tmp: Path, scale: float = 1) -> dict[str, Any]:
             before = j.status()["errors"].get("ENOENT", 0)
             consumed.extend(files_records(jdir))  # a reader takes the finished files,
             shutil.rmtree(jdir)  # then the folder goes (nothing runs in between)
-            await wait_until(lambda b=before: j.status()["errors"].get("ENOENT", 0) > b, 30,
-                             "the journal to notice its folder gone")
+
+            def noticed(b: int = before) -> bool:
+                return bool(j.status()["errors"].get("ENOENT", 0) > b)
+
+            await wait_until(noticed, 30, "the journal to notice its folder gone")
             await wait_until(lambda: jdir.is_dir() and not j.status()["failing"], 30,
                              "the journal to write again")
         return {"removals": removals, "salvaged": j.counters["salvaged"]}

@@ -300,7 +300,7 @@ async def pit_nonces(tmp: Path, scale: float = 1) -> dict[str, Any]:
             def nonces_seen() -> bool:
                 entry = fwd.pit.get(name.from_uri("/evil/same"))
                 kept[0] = max(kept[0], len(entry.nonces) if entry is not None else 0)
-                return fwd.counters["aggregated"] >= count - 100
+                return bool(fwd.counters["aggregated"] >= count - 100)
 
             await wait_until(nonces_seen, 30 * scale, "the nonce flood (%d aggregated)"
                              % fwd.counters["aggregated"])

@@ -12,13 +12,13 @@ _ACK = b"ok"
 async def main(node):
     cfg = node.config
     base = "/test/%s/%s/" % (cfg.get("tag", "x"), node.name)
-    asyncio.create_task(node.run())
+    tasks = [asyncio.create_task(node.run())]  # held for the app's life
     ctl = node.subscribe(base + "ctl|")
     watch = node.subscribe(*cfg.get("watch", []))
-    asyncio.create_task(_watcher(node, watch, base))
-    asyncio.create_task(_directed(node, base))
+    tasks.append(asyncio.create_task(_watcher(node, watch, base)))
+    tasks.append(asyncio.create_task(_directed(node, base)))
     if cfg.get("tick_ms"):
-        asyncio.create_task(_tick(node, base, cfg["tick_ms"]))
+        tasks.append(asyncio.create_task(_tick(node, base, cfg["tick_ms"])))
     while True:
         msg = await ctl.recv()
         p = msg.payload

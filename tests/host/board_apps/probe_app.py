@@ -12,16 +12,16 @@ _KEEP = 32
 async def main(node):
     cfg = node.config
     base = "/test/%s/" % node.name
-    asyncio.create_task(node.run())
+    tasks = [asyncio.create_task(node.run())]  # held for the app's life
     # "ctl|", not "ctl": a byte prefix "ctl" would also match our own "ctl-done" replies
     ctl = node.subscribe(base + "ctl|")
     watch = node.subscribe(*cfg.get("watch", []))
     state = {"sent": 0, "failed": [], "got": []}
     # named data for NDN apps: /test/<board>/data/<x> answers "<board>:<x-uri>"
     node.serve(base + "data", lambda uri: node.name.encode() + b":" + uri)
-    asyncio.create_task(_watcher(node, watch, base, state, cfg.get("echo", False)))
+    tasks.append(asyncio.create_task(_watcher(node, watch, base, state, cfg.get("echo", False))))
     if cfg.get("seq_period_ms"):
-        asyncio.create_task(_seq(node, base, cfg["seq_period_ms"], state))
+        tasks.append(asyncio.create_task(_seq(node, base, cfg["seq_period_ms"], state)))
     while True:
         msg = await ctl.recv()
         p = msg.payload

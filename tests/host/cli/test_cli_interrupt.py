@@ -82,7 +82,8 @@ class Run:
         self.p = subprocess.Popen([PUBMOTE, *args], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True,
                                   env=dict(os.environ, **(env or {})),
-                                  preexec_fn=as_from_a_terminal)
+                                  # signal.pthread_sigmask: no Popen argument for it
+                                  preexec_fn=as_from_a_terminal)  # noqa: PLW1509
         self.out = b""
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -51,7 +51,7 @@ def test_bad_arguments_exit_2(argv: list[str]) -> None:
 def test_put_get_subscribe_through_a_node_process(tmp_path: Path) -> None:
     port = free_port()
     boot = "127.0.0.1:%d" % port
-    node = subprocess.Popen(CLI + ["node", "--bind", "127.0.0.1", "--port", str(port)],
+    node = subprocess.Popen([*CLI, "node", "--bind", "127.0.0.1", "--port", str(port)],
                             stdout=subprocess.PIPE, text=True)
     sub: subprocess.Popen[str] | None = None
     try:
@@ -69,8 +69,8 @@ def test_put_get_subscribe_through_a_node_process(tmp_path: Path) -> None:
         get = _run("get", "--pubkey", pub, "--salt", "/site/temp", *common)
         assert get.returncode == 0 and get.stdout.strip() == "seq 1: 21.5 C"
         # a subscriber hears the current value, then the next put pushed through the overlay
-        sub = subprocess.Popen(CLI + ["subscribe", "--pubkey", pub, "--salt", "/site/temp",
-                                      "--count", "2", *common],
+        sub = subprocess.Popen([*CLI, "subscribe", "--pubkey", pub, "--salt", "/site/temp",
+                                "--count", "2", *common],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert sub.stdout is not None and sub.stderr is not None
         assert _readline(sub).strip() == "seq 1: 21.5 C"

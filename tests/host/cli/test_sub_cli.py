@@ -23,6 +23,24 @@ def test_format_line() -> None:
     assert format_line(b"/t/x|\xff\xfe", False) == "/t/x fffe"
 
 
+def test_format_line_marks_late_readings() -> None:
+    # taken_ms (docs/protocols/event-time.md): a reading's age at arrival tells a late one
+    body = b"/t/x|" + cbor.dumps({"seq": 1, "taken_ms": 1_700_000_000_000})
+    fresh = format_line(body, False, now_ms=1_700_000_000_040)
+    assert fresh == '/t/x {"seq": 1, "taken_ms": 1700000000000}'
+    late = format_line(body, False, now_ms=1_700_000_012_500)
+    assert late == fresh + " (late: taken 12.5 s before)"
+    assert format_line(body, False, now_ms=1_700_000_012_500, late_ms=20_000) == fresh
+    rec = json.loads(format_line(body, True, now_ms=1_700_000_012_500))
+    assert rec["age_ms"] == 12_500 and rec["late"] is True
+    rec = json.loads(format_line(body, True, now_ms=1_700_000_000_040))
+    assert rec["age_ms"] == 40 and rec["late"] is False
+    # no taken_ms, or not an int (null: the board had no synced clock): no age
+    for v in ({"seq": 1}, {"taken_ms": None}, {"taken_ms": 1.5}, [1]):
+        rec = json.loads(format_line(b"/t/x|" + cbor.dumps(v), True))
+        assert "age_ms" not in rec and "late" not in rec
+
+
 def test_sub_prints_decoded_readings(tmp_path: Path) -> None:
     async def run() -> None:
         url = "tcp://127.0.0.1:%d" % free_port()
@@ -37,7 +55,9 @@ def test_sub_prints_decoded_readings(tmp_path: Path) -> None:
             assert len(lines) == 2
             for rec in lines:
                 assert rec["topic"] == "/pubmote/demo/sim1/temperature"
-                assert set(rec["payload"]) == {"seq", "t_ms", "celsius"}
+                assert set(rec["payload"]) == {"seq", "t_ms", "taken_ms", "celsius"}
+                # the board's taken-time: a fresh reading, a few ms old (the same host)
+                assert rec["late"] is False and abs(rec["age_ms"]) < 2000, rec
             assert lines[1]["payload"]["seq"] > lines[0]["payload"]["seq"]
 
     asyncio.run(run())

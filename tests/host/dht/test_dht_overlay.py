@@ -102,7 +102,7 @@ def test_late_joiner_gets_last_value_at_once_and_then_pushes() -> None:
                     break
                 await asyncio.sleep(0.02)
             assert seen == [b"last value", b"next"]
-            net.overlays.extend(ovs + [late])
+            net.overlays.extend([*ovs, late])
 
     run(body)
 

@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 from pubmote_node.batch_link import Batcher
+from pubmote_node.clock import Clock, ticks_add, ticks_ms
 from pubmote_wire import batch, framing
 
 TOPIC = "/t/b1/data"
@@ -21,6 +22,7 @@ class _Port:
         self.up = True
         self._out = bytearray(258)
         self.sent: list[list[int]] = []
+        self.taken: list[int | None] = []  # each record's taken-time, in order
         self.frames = 0
 
     async def send(self, pkt: object, framer: Any) -> None:
@@ -28,7 +30,9 @@ class _Port:
         if n:
             self.frames += 1
             payload = framing.FrameDecoder(300).feed(bytes(self._out[:n]))[0]
-            self.sent.append([r[0] for r in batch.decode_batch(payload)[1]])
+            recs = batch.decode_batch(payload)[1]
+            self.sent.append([r[0] for r in recs])
+            self.taken += [r[3] for r in recs]
 
 
 class _Node:
@@ -39,6 +43,12 @@ class _Node:
         self.counters = {"soft_full": 0, "published": 0, "acked": 0, "publish_failed": 0}
         self.timeout_ms = 300
         self.port = _Port()
+        self.session = _Session()
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.clock = Clock()
 
 
 def _acks(b: Batcher, seqs: list[int]) -> bytes:
@@ -56,9 +66,9 @@ async def _until(cond: Any, timeout_s: float = 10.0) -> None:
 def test_partial_acks_wake_only_the_acked() -> None:
     async def main() -> None:
         node = _Node()
-        b = Batcher(node)
+        b = Batcher(node, False)
         node.timeout_ms = 5000  # no retry in this test
-        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(4)]
+        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i, 0)) for i in range(4)]
         await _until(lambda: node.port.sent)
         assert node.port.sent == [[0, 1, 2, 3]]  # one buffer, one frame
         b.on_acks(_acks(b, [0, 2]))  # part of the buffer
@@ -80,8 +90,8 @@ def test_partial_acks_wake_only_the_acked() -> None:
 def test_unacked_record_is_sent_again_and_acked() -> None:
     async def main() -> None:
         node = _Node()
-        b = Batcher(node)
-        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i)) for i in range(2)]
+        b = Batcher(node, False)
+        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i, 0)) for i in range(2)]
         await _until(lambda: node.port.sent)
         b.on_acks(_acks(b, [0]))  # seq 1's ack is lost
         assert await tasks[0] is True
@@ -97,9 +107,35 @@ def test_unacked_record_is_sent_again_and_acked() -> None:
 def test_no_ack_ever_fails_after_the_retries() -> None:
     async def main() -> None:
         node = _Node()
-        b = Batcher(node)
-        assert await b.publish(TOPIC, b"lost") is False
+        b = Batcher(node, False)
+        assert await b.publish(TOPIC, b"lost", 0) is False
         assert node.port.sent == [[0], [0], [0]]  # first send and two retries
         assert node.counters["publish_failed"] == 1 and not b._state
+
+    asyncio.run(main())
+
+
+def test_timed_batches_carry_each_records_taken_time() -> None:
+    # the board's clock synced to 1.7e12 ms; records stamped 5 s and 1 s before the sync
+    # arrive with exactly those times, read against the frame's clock when it is sent
+    async def main() -> None:
+        node = _Node()
+        b = Batcher(node, True)
+        now = ticks_ms()
+        gw_ms = 1_700_000_000_000
+        node.session.clock.sync(gw_ms, now, now)
+        stamps = [ticks_add(now, -5000), ticks_add(now, -1000)]
+        tasks = [asyncio.create_task(b.publish(TOPIC, b"m%d" % i, stamps[i])) for i in range(2)]
+        await _until(lambda: node.port.sent == [[0, 1]])
+        assert node.port.taken == [gw_ms - 5000, gw_ms - 1000]
+        b.on_acks(_acks(b, [0, 1]))
+        assert await asyncio.gather(*tasks) == [True, True]
+        # without a synced clock a timed frame says so: no taken-times
+        node.session.clock = Clock()
+        t = asyncio.create_task(b.publish(TOPIC, b"late", now))
+        await _until(lambda: len(node.port.sent) == 2)
+        assert node.port.taken[2] is None
+        b.on_acks(_acks(b, [2]))
+        assert await t is True
 
     asyncio.run(main())

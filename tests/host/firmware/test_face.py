@@ -185,7 +185,7 @@ def test_unreadable_packets_are_counted_not_raised() -> None:
         counters = _counters()
         # a real Batcher reads ACKS (it uses nothing of a node for that)
         Exchange(FakePort(), counters, interest.decode_interest).on_packet(memoryview(pkt),
-                                                                            Batcher(None))
+                                                                            Batcher(None, False))
         assert counters["bad_packets"] == 1, pkt.hex()
 
 

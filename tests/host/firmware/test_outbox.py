@@ -39,11 +39,12 @@ class _Bridge:
         self.node = node
         self.full = full
         self.acked: list[bytes] = []
+        self.stamps: list[int] = []  # the publish ticks each acked message was sent with
         self.sends = 0
         self.lose = lose
         self.refuse = refuse
 
-    async def send(self, topic: str, payload: bytes) -> bool:
+    async def send(self, topic: str, payload: bytes, stamp: int) -> bool:
         self.sends += 1
         await asyncio.sleep(0.001)  # a round trip
         if not self.node.session.connected or payload in self.refuse:
@@ -56,6 +57,7 @@ class _Bridge:
             self.lose -= 1
             return False
         self.acked.append(payload)
+        self.stamps.append(stamp)
         return True
 
 
@@ -75,18 +77,20 @@ def test_queued_during_outage_then_delivered_in_order_with_fresh_after() -> None
         br = _Bridge(node)
         ob = Outbox(node, br.send)
         for i in range(20):
-            ob.put(TOPIC, _msg(i))  # returns at once: nothing is waited on
+            ob.put(TOPIC, _msg(i), 1000 + i)  # returns at once: nothing is waited on
         await asyncio.sleep(0.3)
         assert br.acked == [] and len(ob) == 20
         node.session.connected = True
         await _until(lambda: len(br.acked) >= 5)
         for i in range(20, 30):  # fresh readings while the queue drains
-            ob.put(TOPIC, _msg(i))
+            ob.put(TOPIC, _msg(i), 1000 + i)
         await _until(lambda: len(ob) == 0)
         assert br.acked == [_msg(i) for i in range(30)]
+        # each sent with the ticks of its put: its taken-time, not its sending time
+        assert br.stamps == [1000 + i for i in range(30)]
         assert node.counters["outbox_dropped"] == 0
         assert not ob._draining  # the drain task ended with the queue
-        ob.put(TOPIC, _msg(30))  # and a new one starts for the next message
+        ob.put(TOPIC, _msg(30), 1000 + 30)  # and a new one starts for the next message
         await _until(lambda: len(br.acked) == 31)
 
     asyncio.run(main())
@@ -98,7 +102,7 @@ def test_full_by_messages_drops_the_oldest_and_counts() -> None:
         br = _Bridge(node)
         ob = Outbox(node, br.send)
         for i in range(20):
-            ob.put(TOPIC, _msg(i))
+            ob.put(TOPIC, _msg(i), 1000 + i)
         assert len(ob) == 8 and node.counters["outbox_dropped"] == 12
         node.session.connected = True
         await _until(lambda: len(ob) == 0)
@@ -113,7 +117,7 @@ def test_full_by_bytes_drops_the_oldest_and_counts() -> None:
         br = _Bridge(node)
         ob = Outbox(node, br.send)
         for i in range(15):
-            ob.put(TOPIC, _msg(i))
+            ob.put(TOPIC, _msg(i), 1000 + i)
         assert len(ob) == 10 and node.counters["outbox_dropped"] == 5
         assert ob._bytes == 10 * (len(TOPIC) + 4)
         node.session.connected = True
@@ -131,7 +135,7 @@ def test_unacked_is_tried_again_and_a_refused_one_does_not_block_the_rest() -> N
         br = _Bridge(node, lose=2, refuse=(_msg(3),))
         ob = Outbox(node, br.send)
         for i in range(6):
-            ob.put(TOPIC, _msg(i))
+            ob.put(TOPIC, _msg(i), 1000 + i)
         await _until(lambda: len(ob) == 0)
         assert br.acked == [_msg(i) for i in (0, 1, 2, 4, 5)]
         assert node.counters["outbox_failed"] == 1
@@ -147,7 +151,7 @@ def test_a_full_soft_state_is_waited_out_not_counted_against_the_message() -> No
         br = _Bridge(node, full=10)  # more than the tries a message gets
         ob = Outbox(node, br.send)
         for i in range(3):
-            ob.put(TOPIC, _msg(i))
+            ob.put(TOPIC, _msg(i), 1000 + i)
         await _until(lambda: len(ob) == 0)
         assert br.acked == [_msg(i) for i in range(3)]
         assert node.counters["outbox_failed"] == 0
@@ -160,8 +164,8 @@ def test_topics_shared_between_queued_messages() -> None:
     ob = Outbox(node, _Bridge(node).send)
 
     async def main() -> None:
-        ob.put("/a/" + "t", b"1")
-        ob.put("/a/" + "t", b"2")  # an equal topic, another object: stored once
+        ob.put("/a/" + "t", b"1", 0)
+        ob.put("/a/" + "t", b"2", 0)  # an equal topic, another object: stored once
         assert ob._q[0] is ob._q[2]
 
     asyncio.run(main())

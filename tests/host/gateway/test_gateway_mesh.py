@@ -250,13 +250,16 @@ def test_gaps_duplicates_and_no_echo(tmp_path: Path) -> None:
             await wait_until(lambda: a.gs.mesh_peers(PUB) and b.gs.mesh_peers(PUB), 10, "mesh")
 
             def send(n: int, payload: bytes = b"") -> None:
-                hubs["A"].publish(Message(b"/x/%d" % n, payload or b"p%d" % n, "sp:1", "sp-sub"))
+                # the first with a taken-time (docs/protocols/event-time.md), the rest without
+                hubs["A"].publish(Message(b"/x/%d" % n, payload or b"p%d" % n, "sp:1", "sp-sub",
+                                          t_taken=1_700_000_000_000 if n == 0 else None))
 
             for n in range(5):
                 send(n)
             await wait_until(lambda: len(got) == 5, 10, "5 messages at B")
             assert [m.ingress for m in got] == ["mesh"] * 5
             assert got[0].origin == "A/sp:1" and got[0].topic == b"/x/0"
+            assert got[0].t_taken == 1_700_000_000_000 and got[1].t_taken is None
             # two envelopes A cannot send (over the envelope's size limit): their sequence
             # numbers are taken all the same, so B sees them missing
             send(5, bytes(MAX_PAYLOAD + 1))

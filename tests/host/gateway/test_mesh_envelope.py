@@ -33,7 +33,7 @@ def good_map() -> dict[str, object]:
 
 def test_round_trip_plain_and_directed() -> None:
     for e in (env(), env(address="/gw2/sim3", originator="/gw1/sim1", seq=2**40),
-              env(payload=b"", board="")):
+              env(payload=b"", board=""), env(taken_ms=1_699_999_999_900)):
         d = Envelope.decode(e.encode())
         assert d.as_map() == e.as_map()
         assert d.directed == (e.address is not None)
@@ -46,6 +46,15 @@ def test_encoding_is_canonical_cbor_readable_by_cbor2() -> None:
                  "ts": e.ts_ms, "e": e.epoch, "s": 1, "a": "/*/*", "o": "/gw1"}
     # a map another implementation writes (cbor2, keys in another order) decodes too
     assert Envelope.decode(cbor2.dumps(dict(reversed(list(m.items()))))).as_map() == m
+
+
+def test_taken_time_optional_and_carried() -> None:
+    # tk: the board's taken-time (docs/protocols/event-time.md), left out when unknown
+    assert "tk" not in cbor2.loads(env().encode())
+    e = env(taken_ms=1_699_999_999_900)
+    assert cbor2.loads(e.encode())["tk"] == 1_699_999_999_900
+    assert Envelope.decode(e.encode()).taken_ms == 1_699_999_999_900
+    assert Envelope.decode(env().encode()).taken_ms is None
 
 
 def mutate(**kw: object) -> bytes:
@@ -86,6 +95,9 @@ MALFORMED: list[tuple[str, bytes]] = [
     ("payload too large", mutate(p=b"x" * (MAX_PAYLOAD + 1))),
     ("nested deep", cbor2.dumps({**good_map(), "p": [[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]})),
     ("null topic", mutate(t=None)),
+    ("taken-time negative", mutate(tk=-1)),
+    ("taken-time float", mutate(tk=1.5)),
+    ("taken-time text", mutate(tk="5")),
 ]
 
 

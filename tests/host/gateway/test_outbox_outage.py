@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import signal
 import sys
@@ -85,7 +86,7 @@ async def _outage(tmp: Path, outbox_len: int = 64) -> dict[str, Any]:
     # readings taken while the bridge was away: their taken-times within the outage
     t_ms_stop = by_seq[seqs[at_stop - 1]]
     during = [s for s in seqs if t_ms_stop < by_seq[s] <= t_ms_stop + OUTAGE_S * 1000]
-    gaps = [by_seq[b] - by_seq[a] for a, b in zip(seqs, seqs[1:], strict=False)]
+    gaps = [by_seq[b] - by_seq[a] for a, b in itertools.pairwise(seqs)]
     return {
         "seqs": seqs, "received": len(seqs), "in_order": seqs == sorted(seqs),
         "lost": sorted(set(range(seqs[0], seqs[-1] + 1)) - set(span)),

@@ -5,6 +5,7 @@ validators, bounded queues, malformed RPCs, floodsub peers, fanout and IDONTWANT
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -65,7 +66,7 @@ class Node:
 
     def inject(self, to: Node, raw_rpc: bytes) -> None:
         """Send an RPC as is (to break the rules on purpose)."""
-        self.gs._enqueue(self.gs._peers[to.id], frame(raw_rpc))
+        self.gs._peers.enqueue(self.gs._peers.get(to.id), frame(raw_rpc))
 
 
 async def start(n: int, **cfg: Any) -> list[Node]:
@@ -160,7 +161,7 @@ def test_chain_relays_in_order_and_once() -> None:
         try:
             for n in nodes:
                 n.sub()
-            for a, b in zip(nodes, nodes[1:], strict=False):
+            for a, b in itertools.pairwise(nodes):
                 await link(a, b)
             await settle(lambda: all(n.gs.mesh_peers(T) for n in nodes))
             sent = [b"m%d" % i for i in range(50)]
@@ -192,7 +193,7 @@ def test_seen_cache_dedupes_and_expires() -> None:
             assert len(b.got) == 20 and len(c.got) == 20
             assert b.gs.counters["duplicates"] + c.gs.counters["duplicates"] > 0
             # The same message again: counted as a duplicate, not delivered.
-            raw = a.gs._mcache.get(b.got[0].msg_id)
+            raw = a.gs._gossip.get(b.got[0].msg_id)
             assert raw is not None
             before = b.gs.counters["duplicates"]
             a.inject(b, RPC(publish=[raw]).encode())
@@ -214,7 +215,7 @@ def test_seen_cache_and_queue_are_bounded() -> None:
             await link(a, b)
             for i in range(50):  # no await yields here: the writer cannot drain
                 await a.gs.publish(T, b"%d" % i)
-            assert len(a.gs._peers[b.id].queue) == 4
+            assert len(a.gs._peers.get(b.id).queue) == 4
             assert a.gs.counters["dropped_queue_full"] == 46
             assert len(a.gs._seen) == 10 and a.gs.counters["seen_evicted"] == 40
             await settle(lambda: len(b.got) == 4)
@@ -253,7 +254,7 @@ def test_graft_prune_and_backoff() -> None:
             b.sub()
             ctl = Control()
             ctl.graft.append(T)
-            b.gs._send_control(b.gs._peers[a.id], ctl)
+            b.gs._peers.send_control(b.gs._peers.get(a.id), ctl)
             await settle(lambda: a.gs.score(b.id) < 0)
             assert a.gs.mesh_peers(T) == []
             await settle(lambda: b.gs.counters["prune_received"] >= 1)
@@ -276,8 +277,8 @@ def test_ihave_iwant_recovers_a_missed_message() -> None:
             await settle(lambda: meshed(a, c))
             # Take them out of each other's mesh (as after a PRUNE): only gossip is left.
             for x, y in ((a, c), (c, a)):
-                x.gs._mesh[T].discard(y.id)
-                x.gs._add_backoff(T, y.id, 30.0)
+                x.gs._mesh.discard(T, y.id)
+                x.gs._mesh.add_backoff(T, y.id, 30.0)
             await a.gs.publish(T, b"gossiped")
             assert a.gs.counters["published_no_peers"] == 1
             await settle(lambda: c.data() == [b"gossiped"])
@@ -299,20 +300,20 @@ def test_broken_iwant_promise_is_penalised() -> None:
             await link(a, c)
             ctl = Control()
             ctl.ihave.append((T, [b"never-sent"]))
-            a.gs._send_control(a.gs._peers[c.id], ctl)
+            a.gs._peers.send_control(a.gs._peers.get(c.id), ctl)
             await settle(lambda: c.gs.counters["broken_promises"] == 1)
             assert c.gs.score(a.id) < 0
             # Below the gossip threshold? Not yet (-10 is the threshold itself): more IHAVEs
             # are still heeded, but a second broken promise drops it below.
             ctl2 = Control()
             ctl2.ihave.append((T, [b"never-sent-2"]))
-            a.gs._send_control(a.gs._peers[c.id], ctl2)
+            a.gs._peers.send_control(a.gs._peers.get(c.id), ctl2)
             await settle(lambda: c.gs.counters["broken_promises"] == 2)
             assert c.gs.score(a.id) < c.gs.config.gossip_threshold
             asked = c.gs.counters["iwant_sent"]
             ctl3 = Control()
             ctl3.ihave.append((T, [b"ignored"]))
-            a.gs._send_control(a.gs._peers[c.id], ctl3)
+            a.gs._peers.send_control(a.gs._peers.get(c.id), ctl3)
             await heartbeats([c.gs], 3)
             assert c.gs.counters["iwant_sent"] == asked
         finally:
@@ -431,7 +432,7 @@ def test_floodsub_peers_get_flooded_and_publish() -> None:
             a.sub()
             f.sub()
             await link(a, f)
-            assert a.gs._peers[f.id].proto == FLOODSUB
+            assert a.gs._peers.get(f.id).proto == FLOODSUB
             await heartbeats([a.gs], 3)
             assert a.gs.mesh_peers(T) == []  # floodsub peers never join the mesh
             await a.gs.publish(T, b"to floodsub")

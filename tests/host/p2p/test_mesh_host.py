@@ -19,7 +19,7 @@ from mesh_util import addr_of, echo_handler, make_host
 from pubmote.p2p import DialError, PeerEvent, Stream, StreamReset
 from pubmote.p2p.connmgr import Backoff, DialBackoff
 from pubmote.p2p.errors import NegotiationError
-from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED
+from pubmote.p2p.events import CONNECTED, DISCONNECTED, IDENTIFIED
 
 LOGGER = "pubmote.p2p"
 ROOT = Path(__file__).resolve().parents[3]

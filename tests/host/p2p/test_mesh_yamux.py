@@ -310,7 +310,7 @@ def test_length_prefixed_messages() -> None:
             await st.write_lp(b"last")
             await st.close()
             await asyncio.wait_for(done.wait(), 5)
-            assert got == msgs + [b"last"]
+            assert got == [*msgs, b"last"]
             s2 = await a.new_stream(b.peer_id, ["/strict"])
             await s2.write_lp(b"x" * 11)
             with pytest.raises(StreamReset):

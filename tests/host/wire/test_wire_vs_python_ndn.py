@@ -34,7 +34,7 @@ def components(draw: st.DrawFn) -> bytes:
     return bytes(Component.from_bytes(value, typ))
 
 
-names = st.lists(components(), max_size=6).map(lambda cs: b"".join(cs))
+names = st.lists(components(), max_size=6).map(b"".join)
 
 
 def _ndn_name(n: bytes) -> list[bytes]:

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from libp2p_peers import LoopRunner  # noqa: E402
+from libp2p_peers import LoopRunner
 
 
 @pytest.fixture(scope="module")

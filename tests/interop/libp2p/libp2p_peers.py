@@ -86,8 +86,10 @@ class PeerProcess:
         peer = cls(proc, name)
         try:
             ready = await asyncio.wait_for(asyncio.shield(peer._ready), timeout_s)
-        except BaseException:
-            await peer.kill()
+        except BaseException as e:
+            await peer.kill()  # cancelled or interrupted too: no peer left behind
+            if not isinstance(e, Exception):
+                raise
             raise RuntimeError("%s did not start: %s"
                                % (name, "".join(peer.stderr_tail)[-2000:])) from None
         peer.peer_id = ready["peer"]

@@ -17,7 +17,7 @@ from libp2p_relay import Relay
 from mesh_util import echo_handler, sink_handler
 
 from pubmote.p2p import DialError, Host, KeyPair, PeerEvent, PeerId
-from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED
+from pubmote.p2p.events import CONNECTED, DISCONNECTED, IDENTIFIED
 from pubmote.p2p.identify import IdentifyInfo
 
 IDENT0 = IdentifyInfo()

@@ -20,7 +20,7 @@ async def main(app: NDNApp) -> int:
     prefix = Name.from_str("/app/pub")
     if hint:
         pb = PubSub(app, prefix, forwarding_hint=Name.from_str(hint))
-        app.set_interest_filter(prefix + ["msg"], pb._on_msg_interest)
+        app.set_interest_filter([*prefix, "msg"], pb._on_msg_interest)
         await app.register(Name.from_str(hint), None)
     else:
         pb = PubSub(app, prefix)

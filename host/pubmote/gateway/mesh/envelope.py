@@ -14,6 +14,8 @@ An envelope is one canonical CBOR map (pubmote.core.cbor) with short text keys:
     s  sequence number (int)    1, 2, 3 ... per origin gateway, epoch and gossip topic
     a  address (text)           directed messages only: /orch/node, /*, ...
     o  originator (text)        directed messages only: /orch/node or /orch of the sender
+    tk taken-time (int)         optional: ms since 1970 when the board took the message, by
+                                its clock (docs/protocols/event-time.md)
 
 Decoding is strict: anything else (unknown keys, wrong types, oversize fields) is an
 EnvelopeError with the reason, never an exception of another kind. The bytes, with an
@@ -35,7 +37,7 @@ MAX_PAYLOAD = 256 * 1024  # a board packet is ~1 kB; SP clients may send more, n
 _U63 = (1 << 63) - 1
 
 _REQUIRED = {"v": int, "t": str, "p": bytes, "b": str, "g": str, "ts": int, "e": int, "s": int}
-_OPTIONAL = {"a": str, "o": str}
+_OPTIONAL = {"a": str, "o": str, "tk": int}
 
 
 class EnvelopeError(ValueError):
@@ -46,11 +48,11 @@ class Envelope:
     """One relayed message as it travels between gateways."""
 
     __slots__ = ("topic", "payload", "board", "gateway", "ts_ms", "epoch", "seq", "address",
-                 "originator")
+                 "originator", "taken_ms")
 
     def __init__(self, *, topic: str, payload: bytes, board: str, gateway: str, ts_ms: int,
                  epoch: int, seq: int, address: str | None = None,
-                 originator: str | None = None) -> None:
+                 originator: str | None = None, taken_ms: int | None = None) -> None:
         self.topic = topic
         self.payload = payload
         self.board = board
@@ -60,6 +62,7 @@ class Envelope:
         self.seq = seq
         self.address = address
         self.originator = originator
+        self.taken_ms = taken_ms
 
     @property
     def directed(self) -> bool:
@@ -77,6 +80,8 @@ class Envelope:
         if self.address is not None:
             m["a"] = self.address
             m["o"] = self.originator
+        if self.taken_ms is not None:
+            m["tk"] = self.taken_ms
         return m
 
     def encode(self) -> bytes:
@@ -113,7 +118,8 @@ class Envelope:
         if ("a" in m) != ("o" in m):
             raise EnvelopeError("a directed envelope needs both address and originator")
         env = cls(topic=m["t"], payload=m["p"], board=m["b"], gateway=m["g"], ts_ms=m["ts"],
-                  epoch=m["e"], seq=m["s"], address=m.get("a"), originator=m.get("o"))
+                  epoch=m["e"], seq=m["s"], address=m.get("a"), originator=m.get("o"),
+                  taken_ms=m.get("tk"))
         _check(env)
         return env
 
@@ -131,7 +137,8 @@ def _check(env: Envelope) -> None:
         raise EnvelopeError("empty origin gateway")
     if not 1 <= env.seq <= _U63:
         raise EnvelopeError("sequence number %d out of range" % env.seq)
-    if not 0 <= env.epoch <= _U63 or not 0 <= env.ts_ms <= _U63:
+    if (not 0 <= env.epoch <= _U63 or not 0 <= env.ts_ms <= _U63
+            or not 0 <= (env.taken_ms or 0) <= _U63):
         raise EnvelopeError("epoch or timestamp out of range")
 
 

@@ -99,8 +99,8 @@ def pub_topic(realm: str, board_topic: bytes | str, roots: Iterable[str] = ("*",
 def check_roots(roots: Iterable[str]) -> list[str]:
     """mesh_topic entries: * or a board-topic root (one name component)."""
     out = []
-    for r in roots:
-        r = r.strip().strip("/")
+    for entry in roots:
+        r = entry.strip().strip("/")
         if r != "*":
             check_component(r, "mesh topic root")
         if r not in out:
@@ -123,8 +123,8 @@ def under_root(board_topic: str, root: str) -> bool:
 def load_members(entries: Iterable[str]) -> list[PeerId]:
     """Realm members from base58 PeerIds or identity key files (their PeerId is used)."""
     out: list[PeerId] = []
-    for e in entries:
-        e = e.strip()
+    for entry in entries:
+        e = entry.strip()
         if not e:
             continue
         if os.path.exists(e):
@@ -228,7 +228,7 @@ class Validators:
     def _call(self, fn: Validator, msg: GossipLike) -> str:
         try:
             r = fn(msg)
-        except Exception:  # noqa: BLE001 - a broken validator rejects, it does not crash
+        except Exception:  # a broken validator rejects, it does not crash
             self.counters["validator_errors"] += 1
             log.exception("validator failed on %s", msg.topic)
             return REJECT

@@ -167,7 +167,7 @@ class GatewayMesh:
 
     def _on_peer_event(self, ev: Any) -> None:
         """Peers joining and leaving, in the log (their number is in the status line)."""
-        from pubmote.p2p.host import CONNECTED, DISCONNECTED
+        from pubmote.p2p.events import CONNECTED, DISCONNECTED
 
         if ev.kind == CONNECTED:
             log.info("mesh: peer %s joined (%s, %s); %d peers", ev.peer_id,
@@ -243,7 +243,8 @@ class GatewayMesh:
             return
         env = Envelope(topic=msg.topic.decode(errors="replace"), payload=msg.payload,
                        board=msg.origin[:200], gateway=self.name,
-                       ts_ms=int(msg.t_recv * 1000), epoch=self.epoch, seq=0)
+                       ts_ms=int(msg.t_recv * 1000), epoch=self.epoch, seq=0,
+                       taken_ms=msg.t_taken)
         self._send(topic, env)
 
     def _send(self, topic: str, env: Envelope) -> None:
@@ -319,7 +320,8 @@ class GatewayMesh:
             self._directed_from_mesh(env)
             return
         self.hub.publish(Message(env.topic.encode(), env.payload,
-                                 "%s/%s" % (env.gateway, env.board), INGRESS))
+                                 "%s/%s" % (env.gateway, env.board), INGRESS,
+                                 t_taken=env.taken_ms))
 
     def _check_name(self, gateway: str, peer: Any) -> None:
         """Gateway names must be unique in a realm: count and log a second key using one."""

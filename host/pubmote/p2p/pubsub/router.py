@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import random
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable
 
-from pubmote.p2p.errors import MeshError, NegotiationError, ProtocolError, StreamReset
-from pubmote.p2p.host import CONNECTED, DISCONNECTED, IDENTIFIED, PeerEvent, describe
+from pubmote.p2p.errors import ProtocolError
+from pubmote.p2p.host import Host
 from pubmote.p2p.identity import PeerId
 from pubmote.p2p.pubsub.config import (
     FLOODSUB,
@@ -35,8 +36,11 @@ from pubmote.p2p.pubsub.config import (
     GossipConfig,
     PublishRejected,
 )
-from pubmote.p2p.pubsub.control import ControlHandling
-from pubmote.p2p.pubsub.heartbeat import MeshMaintenance
+from pubmote.p2p.pubsub.control import ControlHandler
+from pubmote.p2p.pubsub.gossip import Gossip
+from pubmote.p2p.pubsub.heartbeat import Heartbeat
+from pubmote.p2p.pubsub.links import PeerLinks
+from pubmote.p2p.pubsub.mesh import Mesh
 from pubmote.p2p.pubsub.messages import (
     ACCEPT,
     IGNORE,
@@ -44,13 +48,15 @@ from pubmote.p2p.pubsub.messages import (
     THROTTLE,
     GossipMessage,
     Handler,
+    Validator,
     default_msg_id,
     verify_signature,
 )
-from pubmote.p2p.pubsub.rpc import RPC, SIGN_PREFIX, Control, Message, frame
-from pubmote.p2p.pubsub.state import PeerState
-from pubmote.p2p.pubsub.validation import Validation
-from pubmote.p2p.yamux import Stream
+from pubmote.p2p.pubsub.peers import PeerTable
+from pubmote.p2p.pubsub.rpc import RPC, SIGN_PREFIX, Message, frame
+from pubmote.p2p.pubsub.scores import PeerScores
+from pubmote.p2p.pubsub.state import PeerState, SeenCache
+from pubmote.p2p.pubsub.validation import Validators
 
 log = logging.getLogger("pubmote.p2p.pubsub")
 
@@ -59,8 +65,73 @@ __all__ = ["ACCEPT", "FLOODSUB", "IGNORE", "MESHSUB_10", "MESHSUB_11", "MESHSUB_
            "PublishRejected", "default_msg_id", "verify_signature"]
 
 
-class GossipSub(ControlHandling, MeshMaintenance, Validation):
-    """A GossipSub router on `host`. Use `await start()`/`await stop()` or `async with`."""
+class GossipSub:
+    """A GossipSub router on `host`. Use `await start()`/`await stop()` or `async with`.
+
+    It keeps the subscriptions and their handlers, and takes each message through the
+    seen cache, signature check and validators to delivery; its parts, each with its own
+    state, do the rest: the peers and their queues (PeerTable), their streams
+    (PeerLinks), scores (PeerScores), mesh and fanout (Mesh), gossip and the message
+    cache (Gossip), control messages (ControlHandler), the heartbeat (Heartbeat),
+    validators (Validators)."""
+
+    def __init__(self, host: Host, config: GossipConfig | None = None) -> None:
+        self.host = host
+        self.config = c = config or GossipConfig()
+        c.check()
+        self._msg_id = c.msg_id_fn or default_msg_id
+        self._default_id = c.msg_id_fn is None
+        self.counters: dict[str, int] = dict.fromkeys((
+            "received", "delivered", "duplicates", "invalid", "invalid_signature",
+            "rejected", "ignored", "throttled", "not_subscribed", "published",
+            "published_no_peers", "forwarded", "dropped_queue_full", "dropped_handlers",
+            "handler_errors", "validator_errors", "graylisted_rpcs", "malformed_rpcs",
+            "iwant_sent", "iwant_served", "ihave_sent", "graft_sent", "prune_sent",
+            "graft_received", "prune_received", "broken_promises", "idontwant_sent",
+            "idontwant_received", "idontwant_skipped", "px_ignored", "seen_evicted",
+            "subscription_limit"), 0)
+        n = self.counters
+        rng = random.Random(c.seed)
+        self._peers = PeerTable(c, n)
+        self._scores = PeerScores(c, self._peers.__contains__)
+        self._seen = SeenCache(c.max_seen, c.seen_ttl_s, n)
+        self._mesh = Mesh(config=c, host=host, peers=self._peers, scores=self._scores,
+                          rng=rng, counters=n)
+        self._gossip = Gossip(config=c, peers=self._peers, mesh=self._mesh,
+                              scores=self._scores, seen=self._seen, rng=rng, counters=n)
+        self._heartbeat = Heartbeat(config=c, peers=self._peers, mesh=self._mesh,
+                                    gossip=self._gossip, scores=self._scores, seen=self._seen)
+        self._control = ControlHandler(config=c, peers=self._peers, mesh=self._mesh,
+                                       gossip=self._gossip, scores=self._scores,
+                                       clock=self._heartbeat_count, counters=n)
+        self._validators = Validators(n)
+        self._links = PeerLinks(host=host, config=c, peers=self._peers, scores=self._scores,
+                                mesh=self._mesh, counters=n, hello=self._hello,
+                                on_rpc=self._handle_rpc, spawn=self._spawn,
+                                running=self._is_running)
+        self._subs: dict[str, Handler] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._handler_tasks: set[asyncio.Task[None]] = set()
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._seqno = time.time_ns()
+        self._running = False
+
+    def _heartbeat_count(self) -> int:
+        return self._heartbeat.count
+
+    def _is_running(self) -> bool:
+        return self._running
+
+    def _hello(self) -> bytes | None:
+        if not self._subs:
+            return None
+        return frame(RPC(subscriptions=[(True, t) for t in self._subs]).encode())
+
+    def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- lifetime ------------------------------------------------------------------------
     async def start(self) -> None:
@@ -68,24 +139,24 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
             return
         self._running = True
         for proto in self.config.protocols:
-            self.host.set_stream_handler(proto, self._handle_stream)
-        self.host.add_event_handler(self._on_peer_event)
+            self.host.set_stream_handler(proto, self._links.handle_stream)
+        self.host.add_event_handler(self._links.on_peer_event)
         for peer in self.host.connected_peers():
-            self._add_peer(peer)
-        self._heartbeat_task = asyncio.ensure_future(self._heartbeat_loop())
+            self._links.add_peer(peer)
+        self._heartbeat_task = asyncio.ensure_future(self._heartbeat.run())
 
     async def stop(self) -> None:
         if not self._running:
             return
         self._running = False
-        self.host.remove_event_handler(self._on_peer_event)
+        self.host.remove_event_handler(self._links.on_peer_event)
         for proto in self.config.protocols:
             self.host.remove_stream_handler(proto)
         tasks: list[asyncio.Task[None]] = list(self._tasks) + list(self._handler_tasks)
         if self._heartbeat_task is not None:
             tasks.append(self._heartbeat_task)
-        for ps in list(self._peers.values()):
-            self._remove_peer(ps.peer_id, reset=True)
+        for ps in list(self._peers):
+            self._links.remove_peer(ps.peer_id, reset=True)
         for t in tasks:
             t.cancel()
         if tasks:
@@ -113,21 +184,14 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
         if not new:
             return
         self._announce(topic, True)
-        self._join(topic)
+        self._mesh.join(topic)
 
     def unsubscribe(self, topic: str) -> None:
         """Leave `topic`: PRUNE our mesh peers and tell everyone."""
         if self._subs.pop(topic, None) is None:
             return
         self._announce(topic, False)
-        mesh = self._mesh.pop(topic, set())
-        for p in mesh:
-            self._add_backoff(topic, p, self.config.unsubscribe_backoff_s)
-            ps = self._peers.get(p)
-            if ps is not None:
-                ctl = Control()
-                ctl.prune.append(self._make_prune(ps, topic, self.config.unsubscribe_backoff_s))
-                self._send_control(ps, ctl)
+        self._mesh.leave(topic)
 
     def subscriptions(self) -> list[str]:
         return sorted(self._subs)
@@ -154,16 +218,16 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
         gm = GossipMessage(topic, msg.data, me, seqno, b"", None, msg.signature, msg.key)
         mid = self._msg_id(gm)
         gm.msg_id = mid
-        if self._has_validator(topic):
-            result = await self._validate(gm)
+        if self._validators.covers(topic):
+            result = await self._validators.validate(gm)
             if result != ACCEPT:
                 raise PublishRejected("local validator said %s" % result)
-        self._mark_seen(mid)
-        self._mcache.put(mid, msg)
-        targets = self._publish_targets(topic)
+        self._seen.mark(mid)
+        self._gossip.put(mid, msg)
+        targets = self._mesh.publish_targets(topic)
         data_frame = frame(RPC(publish=[msg]).encode())
         for ps in targets:
-            self._enqueue(ps, data_frame)
+            self._peers.enqueue(ps, data_frame)
         self.counters["published"] += 1
         if not targets:
             self.counters["published_no_peers"] += 1
@@ -172,173 +236,50 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
     def peers(self, topic: str | None = None) -> list[PeerId]:
         """Pubsub peers we have a stream with (that subscribe to `topic`, if given)."""
         if topic is None:
-            return [p for p, ps in self._peers.items() if ps.proto]
-        return [p for p in self._topics.get(topic, ()) if p in self._peers]
+            return [ps.peer_id for ps in self._peers if ps.proto]
+        return [p for p in self._peers.subscribers(topic) if p in self._peers]
 
     def mesh_peers(self, topic: str) -> list[PeerId]:
-        return list(self._mesh.get(topic, ()))
+        return self._mesh.mesh_peers(topic)
 
     def fanout_peers(self, topic: str) -> list[PeerId]:
-        return list(self._fanout.get(topic, ()))
+        return self._mesh.fanout_peers(topic)
 
-    # -- peers ---------------------------------------------------------------------------
-    def _on_peer_event(self, ev: PeerEvent) -> None:
-        if not self._running:
-            return
-        if ev.kind == CONNECTED:
-            self._add_peer(ev.peer_id)
-        elif ev.kind == IDENTIFIED:
-            # A peer that added pubsub later (identify push), or whose first negotiation
-            # raced its own start-up.
-            ps = self._peers.get(ev.peer_id)
-            if ev.info is not None and any(p in ev.info.protocols
-                                           for p in self.config.protocols):
-                if ps is None:
-                    self._add_peer(ev.peer_id)
-                elif ps.writer is None or ps.writer.done():
-                    self._start_writer(ps)
-        elif ev.kind == DISCONNECTED:
-            if self.host.connection(ev.peer_id) is None:
-                self._remove_peer(ev.peer_id)
+    def score(self, peer: PeerId) -> float:
+        """The peer's score (0 when unknown); see GossipConfig for the weights."""
+        return self._scores.score(peer)
 
-    def _add_peer(self, peer: PeerId) -> PeerState:
+    def peer_throttled(self, peer: PeerId) -> int:
         ps = self._peers.get(peer)
-        if ps is not None:
-            return ps
-        ps = PeerState(peer)
-        if len(self._peers) >= self.config.max_peers:
-            log.info("gossipsub: peer limit reached; ignoring %s", peer)
-            ps.closed = True
-            return ps
-        self._peers[peer] = ps
-        self._score_of(peer)
-        self._start_writer(ps)
-        return ps
+        return ps.throttled if ps is not None else 0
 
-    def _start_writer(self, ps: PeerState) -> None:
-        ps.writer = self._spawn(self._writer(ps))
+    @property
+    def heartbeats(self) -> int:
+        """Heartbeats run since start: the router's clock for backoffs, caches and scores."""
+        return self._heartbeat.count
 
-    def _remove_peer(self, peer: PeerId, *, reset: bool = False) -> None:
-        ps = self._peers.pop(peer, None)
-        if ps is None:
-            return
-        ps.closed = True
-        ps.wake.set()
-        if ps.writer is not None and not ps.writer.done():
-            ps.writer.cancel()
-        for st in (ps.inbound, ps.stream):
-            if st is not None and reset:
-                st.reset()
-        for t in ps.topics:
-            members = self._topics.get(t)
-            if members is not None:
-                members.discard(peer)
-                if not members:
-                    del self._topics[t]
-        for m in self._mesh.values():
-            m.discard(peer)
-        for f in self._fanout.values():
-            f.discard(peer)
-        sc = self._scores.get(peer)
-        if sc is not None:
-            sc.last_seen = time.monotonic()
+    def heartbeat(self) -> None:
+        """One round of maintenance (runs every heartbeat_s; public for tests)."""
+        self._heartbeat.beat()
 
-    # -- outbound ------------------------------------------------------------------------
-    def _hello(self) -> bytes:
-        return frame(RPC(subscriptions=[(True, t) for t in self._subs]).encode())
+    def set_validator(self, topic: str, fn: Validator, *, prefix: bool = False) -> None:
+        """Validate messages on `topic` (or on every topic starting with it when `prefix`).
 
-    async def _writer(self, ps: PeerState) -> None:
-        """Open our stream to the peer (once), say hello, then drain its queue in batches."""
-        attempts = 0
-        while not ps.closed:
-            try:
-                st = await self.host.new_stream(ps.peer_id, list(self.config.protocols),
-                                                dial=False)
-            except NegotiationError:
-                if ps.inbound is None:
-                    # Not a pubsub peer; forget it until identify says otherwise.
-                    self._peers.pop(ps.peer_id, None)
-                    ps.closed = True
-                return
-            except (TimeoutError, MeshError, OSError) as e:
-                attempts += 1
-                if self.host.connection(ps.peer_id) is None or attempts > 3:
-                    log.debug("gossipsub: no stream to %s: %s", ps.peer_id, describe(e))
-                    self._remove_peer(ps.peer_id)
-                    return
-                await asyncio.sleep(0.5 * attempts)
-                continue
-            ps.stream = st
-            ps.protocol = st.protocol
-            try:
-                if self._subs:
-                    await st.write(self._hello())
-                attempts = 0
-                while not ps.closed:
-                    if not ps.queue:
-                        ps.wake.clear()
-                        await ps.wake.wait()
-                        continue
-                    batch: list[bytes] = []
-                    size = 0
-                    while ps.queue and size < self.config.max_write_batch_bytes:
-                        b = ps.queue.popleft()
-                        batch.append(b)
-                        size += len(b)
-                    await st.write(b"".join(batch) if len(batch) > 1 else batch[0])
-            except (StreamReset, MeshError, ConnectionError, OSError) as e:
-                attempts += 1
-                ps.stream = None
-                if self.host.connection(ps.peer_id) is None or attempts > 3:
-                    log.debug("gossipsub: stream to %s lost: %s", ps.peer_id, describe(e))
-                    self._remove_peer(ps.peer_id)
-                    return
-                await asyncio.sleep(0.5 * attempts)
+        `fn(msg)` returns (or resolves to) "accept", "reject" (dropped, the forwarding
+        peer is penalised), "ignore" (dropped, no penalty) or "throttle" (not standard
+        libp2p: dropped like "ignore" and counted against the forwarding peer in
+        `counters["throttled"]` and its per-peer throttle count, without penalty). When
+        several validators match, the strictest result wins. An exception counts as
+        "ignore". Take one away with `remove_validator`.
+        """
+        self._validators.add(topic, fn, prefix=prefix)
 
-    # -- inbound -------------------------------------------------------------------------
-    async def _handle_stream(self, stream: Stream) -> None:
-        peer = stream.remote_peer
-        ps = self._peers.get(peer)
-        if ps is None:
-            ps = self._add_peer(peer)
-        if ps.closed:
-            stream.reset()
-            return
-        if ps.inbound is not None and ps.inbound is not stream:
-            ps.inbound.reset()  # one inbound stream per peer: the newest wins
-        ps.inbound = stream
-        ps.inbound_protocol = stream.protocol
-        if ps.writer is None or ps.writer.done():
-            self._start_writer(ps)
-        max_len = self.config.max_transmit_size
-        while True:
-            try:
-                data = await stream.read_lp(max_len)
-            except asyncio.IncompleteReadError as e:
-                if e.partial:
-                    log.debug("gossipsub: %s closed mid-RPC", peer)
-                return
-            except ProtocolError as e:
-                self.counters["malformed_rpcs"] += 1
-                self._penalise_behaviour(peer, "oversized RPC")
-                log.info("gossipsub: closing stream from %s: %s", peer, e)
-                stream.reset()
-                return
-            try:
-                rpc = RPC.decode(data, max_size=max_len)
-            except ProtocolError as e:
-                self.counters["malformed_rpcs"] += 1
-                self._penalise_behaviour(peer, "malformed RPC")
-                log.info("gossipsub: malformed RPC from %s: %s; closing the stream", peer, e)
-                stream.reset()
-                return
-            if ps.closed:
-                return
-            await self._handle_rpc(ps, rpc)
+    def remove_validator(self, topic: str, *, prefix: bool = False) -> None:
+        self._validators.remove(topic, prefix=prefix)
 
     async def _handle_rpc(self, ps: PeerState, rpc: RPC) -> None:
         peer = ps.peer_id
-        if self.score(peer) < self.config.graylist_threshold:
+        if self._scores.score(peer) < self.config.graylist_threshold:
             self.counters["graylisted_rpcs"] += 1
             return
         for sub, topic in rpc.subscriptions:
@@ -348,32 +289,13 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
             if ps.closed:
                 return
         if rpc.control is not None:
-            self._handle_control(ps, rpc.control)
+            self._control.handle(ps, rpc.control)
 
     def _on_subscription(self, ps: PeerState, sub: bool, topic: str) -> None:
         if sub:
-            if topic in ps.topics:
-                return
-            if len(ps.topics) >= self.config.max_topics_per_peer:
-                self.counters["subscription_limit"] += 1
-                return
-            ps.topics.add(topic)
-            self._topics.setdefault(topic, set()).add(ps.peer_id)
-        else:
-            if topic not in ps.topics:
-                return
-            ps.topics.discard(topic)
-            members = self._topics.get(topic)
-            if members is not None:
-                members.discard(ps.peer_id)
-                if not members:
-                    del self._topics[topic]
-            mesh = self._mesh.get(topic)
-            if mesh is not None:
-                mesh.discard(ps.peer_id)
-            fan = self._fanout.get(topic)
-            if fan is not None:
-                fan.discard(ps.peer_id)
+            self._peers.subscribe(ps, topic)
+        elif self._peers.unsubscribe(ps, topic):
+            self._mesh.drop_peer(ps.peer_id, topic)
 
     # -- messages ------------------------------------------------------------------------
     async def _handle_message(self, ps: PeerState, msg: Message) -> None:
@@ -382,18 +304,18 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
         src = ps.peer_id
         if msg.from_ is None or msg.seqno is None:
             c["invalid"] += 1
-            self._penalise_invalid(src, "unsigned message without from/seqno")
+            self._scores.penalise_invalid(src, "unsigned message without from/seqno")
             return
         if self._default_id and msg.from_ + msg.seqno in self._seen:
             # Most copies a router gets are duplicates: drop them before any parsing.
             c["duplicates"] += 1
-            self._promises.pop(msg.from_ + msg.seqno, None)
+            self._gossip.arrived(msg.from_ + msg.seqno)
             return
         try:
             origin = PeerId(msg.from_)
         except ProtocolError:
             c["invalid"] += 1
-            self._penalise_invalid(src, "message with a bad from field")
+            self._scores.penalise_invalid(src, "message with a bad from field")
             return
         gm = GossipMessage(msg.topic, msg.data, origin, msg.seqno, b"", src, msg.signature,
                            msg.key)
@@ -406,77 +328,37 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
         gm.msg_id = mid
         if mid in self._seen:
             c["duplicates"] += 1
-            self._promises.pop(mid, None)
+            self._gossip.arrived(mid)
             return
         if msg.topic not in self._subs:
             c["not_subscribed"] += 1
             return
         # Seen before validation: a message is validated once, however many peers send it.
-        self._mark_seen(mid)
-        self._promises.pop(mid, None)
+        self._seen.mark(mid)
+        self._gossip.arrived(mid)
         if origin == self.host.peer_id:
             c["duplicates"] += 1  # our own message came back after the seen cache forgot it
             return
         if not verify_signature(msg, origin):
             c["invalid"] += 1
             c["invalid_signature"] += 1
-            self._penalise_invalid(src, "invalid signature")
+            self._scores.penalise_invalid(src, "invalid signature")
             return
-        if self._has_validator(msg.topic):
-            result = await self._validate(gm)
+        if self._validators.covers(msg.topic):
+            result = await self._validators.validate(gm)
             if result != ACCEPT:
                 if result == REJECT:
                     c["rejected"] += 1
-                    self._penalise_invalid(src, "message rejected by a validator")
+                    self._scores.penalise_invalid(src, "message rejected by a validator")
                 elif result == THROTTLE:
                     c["throttled"] += 1
                     ps.throttled += 1
                 else:
                     c["ignored"] += 1
                 return
-        self._mcache.put(mid, msg)
-        self._forward(msg, mid, src, origin)
+        self._gossip.put(mid, msg)
+        self._mesh.forward(msg, mid, src, origin)
         self._deliver(gm)
-
-    def _forward(self, msg: Message, mid: bytes, src: PeerId, origin: PeerId) -> None:
-        topic = msg.topic
-        targets: list[PeerState] = []
-        mesh = self._mesh.get(topic, ())
-        big = len(msg.raw) >= self.config.idontwant_min_bytes
-        dontwant: bytes | None = None
-        for p in mesh:
-            if p == src or p == origin:
-                continue
-            ps = self._peers.get(p)
-            if ps is None:
-                continue
-            if mid in ps.dont_send:
-                self.counters["idontwant_skipped"] += 1
-                continue
-            targets.append(ps)
-        for p in self._topics.get(topic, ()):
-            if p == src or p == origin or p in mesh:
-                continue
-            ps = self._peers.get(p)
-            if ps is not None and ps.is_flood:
-                targets.append(ps)
-        if big:
-            # Tell our 1.2 mesh peers not to send it to us: they may not have yet.
-            for p in mesh:
-                ps = self._peers.get(p)
-                if ps is not None and p != src and ps.proto == MESHSUB_12:
-                    if dontwant is None:
-                        ctl = Control()
-                        ctl.idontwant.append([mid])
-                        dontwant = frame(RPC(control=ctl).encode())
-                    self._enqueue(ps, dontwant)
-                    self.counters["idontwant_sent"] += 1
-        if not targets:
-            return
-        data = frame(RPC(publish=[msg]).encode())
-        for ps in targets:
-            self._enqueue(ps, data)
-        self.counters["forwarded"] += len(targets)
 
     def _deliver(self, gm: GossipMessage) -> None:
         handler = self._subs.get(gm.topic)
@@ -508,67 +390,9 @@ class GossipSub(ControlHandling, MeshMaintenance, Validation):
             self.counters["handler_errors"] += 1
             log.exception("gossipsub: subscriber of %s failed", topic)
 
-    def _mark_seen(self, mid: bytes) -> None:
-        self._seen[mid] = time.monotonic()
-        if len(self._seen) > self.config.max_seen:
-            self._seen.popitem(last=False)
-            self.counters["seen_evicted"] += 1
-
-    def _publish_targets(self, topic: str) -> list[PeerState]:
-        c = self.config
-        out: dict[PeerId, PeerState] = {}
-        subscribers = self._topics.get(topic, set())
-        if c.flood_publish:
-            for p in subscribers:
-                ps = self._peers.get(p)
-                if ps is not None and self.score(p) >= c.publish_threshold:
-                    out[p] = ps
-        if topic in self._subs:
-            peers: Iterable[PeerId] = self._mesh.get(topic, ())
-        else:
-            fan = self._fanout.get(topic)
-            if fan is None:
-                cands = [p for p in subscribers if (ps := self._peers.get(p)) is not None
-                         and ps.is_gossip and self.score(p) >= c.publish_threshold]
-                fan = set(self._rng.sample(cands, min(c.D, len(cands))))
-                self._fanout[topic] = fan
-            self._fanout_last[topic] = time.monotonic()
-            peers = fan
-        for p in peers:
-            ps = self._peers.get(p)
-            if ps is not None:
-                out[p] = ps
-        for p in subscribers:
-            ps = self._peers.get(p)
-            if ps is not None and ps.is_flood:
-                out[p] = ps
-        return list(out.values())
-
-    # -- subscriptions and control -------------------------------------------------------
+    # -- subscriptions ---------------------------------------------------------------------
     def _announce(self, topic: str, sub: bool) -> None:
         data = frame(RPC(subscriptions=[(sub, topic)]).encode())
-        for ps in self._peers.values():
+        for ps in self._peers:
             if ps.stream is not None:  # before that, the hello carries it
-                self._enqueue(ps, data)
-
-    def _join(self, topic: str) -> None:
-        c = self.config
-        mesh: set[PeerId] = set()
-        fan = self._fanout.pop(topic, None)
-        self._fanout_last.pop(topic, None)
-        now = time.monotonic()
-        if fan:
-            mesh |= {p for p in fan if self._graftable(p, topic, now)}
-        if len(mesh) < c.D:
-            cands = [p for p in self._topics.get(topic, ())
-                     if p not in mesh and self._graftable(p, topic, now)]
-            mesh |= set(self._rng.sample(cands, min(c.D - len(mesh), len(cands))))
-        self._mesh[topic] = mesh
-        for p in mesh:
-            ps = self._peers[p]
-            ctl = Control()
-            ctl.graft.append(topic)
-            self._send_control(ps, ctl)
-            self.counters["graft_sent"] += 1
-
-    # -- heartbeat -----------------------------------------------------------------------
+                self._peers.enqueue(ps, data)

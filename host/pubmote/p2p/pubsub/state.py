@@ -1,5 +1,5 @@
-"""What the router keeps per peer (its streams, outbound queue, topics, score) and the
-message cache that IHAVE gossip and IWANT answers come from."""
+"""What the router keeps per peer (its streams, outbound queue, topics, score), the
+message cache that IHAVE gossip and IWANT answers come from, and the seen cache."""
 
 from __future__ import annotations
 
@@ -93,3 +93,35 @@ class MessageCache:
             self.msgs.pop(mid, None)
             self.sent.pop(mid, None)
         self.windows.appendleft([])
+
+
+class SeenCache:
+    """Message ids seen lately, oldest first: bounded by max_seen (evictions counted in
+    counters["seen_evicted"]) and forgotten after seen_ttl_s."""
+
+    def __init__(self, max_seen: int, ttl_s: float, counters: dict[str, int]) -> None:
+        self._max = max_seen
+        self._ttl_s = ttl_s
+        self._counters = counters
+        self._seen: OrderedDict[bytes, float] = OrderedDict()
+
+    def __contains__(self, mid: bytes) -> bool:
+        return mid in self._seen
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def mark(self, mid: bytes) -> None:
+        self._seen[mid] = time.monotonic()
+        if len(self._seen) > self._max:
+            self._seen.popitem(last=False)
+            self._counters["seen_evicted"] += 1
+
+    def expire(self, now: float) -> None:
+        horizon = now - self._ttl_s
+        seen = self._seen
+        while seen:
+            _mid, t = next(iter(seen.items()))
+            if t > horizon:
+                break
+            seen.popitem(last=False)

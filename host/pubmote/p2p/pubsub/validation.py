@@ -8,16 +8,20 @@ import asyncio
 import inspect
 import logging
 
-from pubmote.p2p.pubsub.base import RouterBase
 from pubmote.p2p.pubsub.messages import ACCEPT, IGNORE, RANK, GossipMessage, Validator
 
 log = logging.getLogger("pubmote.p2p.pubsub")
 
 
-class Validation(RouterBase):
-    """The validator registry and its run."""
+class Validators:
+    """The validator registry and its run (failures counted in validator_errors)."""
 
-    def set_validator(self, topic: str, fn: Validator, *, prefix: bool = False) -> None:
+    def __init__(self, counters: dict[str, int]) -> None:
+        self._counters = counters
+        self._validators: dict[str, Validator] = {}
+        self._prefix_validators: dict[str, Validator] = {}
+
+    def add(self, topic: str, fn: Validator, *, prefix: bool = False) -> None:
         """Validate messages on `topic` (or on every topic starting with it when `prefix`).
 
         `fn(msg)` returns (or resolves to) "accept", "reject" (dropped, the forwarding
@@ -25,19 +29,19 @@ class Validation(RouterBase):
         libp2p: dropped like "ignore" and counted against the forwarding peer in
         `counters["throttled"]` and its per-peer throttle count, without penalty). When
         several validators match, the strictest result wins. An exception counts as
-        "ignore". Pass fn=None-like removal through `remove_validator`.
+        "ignore".
         """
         (self._prefix_validators if prefix else self._validators)[topic] = fn
 
-    def remove_validator(self, topic: str, *, prefix: bool = False) -> None:
+    def remove(self, topic: str, *, prefix: bool = False) -> None:
         (self._prefix_validators if prefix else self._validators).pop(topic, None)
 
-    def _has_validator(self, topic: str) -> bool:
+    def covers(self, topic: str) -> bool:
         if topic in self._validators:
             return True
         return any(topic.startswith(p) for p in self._prefix_validators)
 
-    async def _validate(self, gm: GossipMessage) -> str:
+    async def validate(self, gm: GossipMessage) -> str:
         fns: list[Validator] = [v for p, v in self._prefix_validators.items()
                                 if gm.topic.startswith(p)]
         exact = self._validators.get(gm.topic)
@@ -52,11 +56,11 @@ class Validation(RouterBase):
             except asyncio.CancelledError:
                 raise
             except Exception:
-                self.counters["validator_errors"] += 1
+                self._counters["validator_errors"] += 1
                 log.exception("gossipsub: validator for %s failed", gm.topic)
                 r = IGNORE
             if r not in RANK:
-                self.counters["validator_errors"] += 1
+                self._counters["validator_errors"] += 1
                 r = IGNORE
             if RANK[str(r)] > RANK[worst]:
                 worst = str(r)

@@ -4,8 +4,8 @@ import asyncio
 
 
 async def main(node):
-    asyncio.create_task(node.run())
+    tasks = [asyncio.create_task(node.run())]  # held for the app's life
     version = node.config.get("version", "good")
-    while True:
+    while tasks:
         await node.publish("/test/%s/version" % node.name, version, wait=False)
         await asyncio.sleep(1)

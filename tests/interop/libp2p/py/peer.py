@@ -156,40 +156,56 @@ async def gossip_cmd(c: str, cmd: dict) -> dict:
     if c == "gs_received":
         return {"messages": RECEIVED.get(topic, [])}
     if c == "gs_wait":
-        t0 = time.monotonic()
-        while (len(RECEIVED.get(topic, [])) < cmd["count"]
-               and time.monotonic() - t0 < cmd.get("timeout_ms", 5000) / 1000):
-            await trio.sleep(0.02)
-        return {"messages": RECEIVED.get(topic, [])}
+        return await wait_received(topic, cmd)
     if c == "gs_peers":
         router = GOSSIP["router"]
         return {"mesh": [p.to_base58() for p in router.mesh.get(topic, ())],
                 "subscribers": [p.to_base58() for p in pubsub.peer_topics.get(topic, ())],
                 "peers": [str(p) for p in pubsub.peers]}
     if c == "gs_bench_publish":
-        t0 = time.perf_counter()
-        late = 0
-        pad = bytes(max(0, cmd.get("size", 16) - _BENCH_HEAD.size))
-        for i in range(cmd["count"]):
-            due = t0 + i / cmd["rate"]
-            wait = due - time.perf_counter()
-            if wait > 0:
-                await trio.sleep(wait)
-            elif wait < -0.05:
-                late += 1
-            tag = cmd.get("epoch", 0) << 16 | cmd["index"]
-            await pubsub.publish(topic, _BENCH_HEAD.pack(tag, i, time.time()) + pad)
-        return {"ms": (time.perf_counter() - t0) * 1000, "late": late}
+        return await bench_publish(pubsub, topic, cmd)
     if c == "gs_bench_stats":
-        b = BENCH[topic]
-        st = epoch_stats(b, cmd["epoch"])
-        res = {"count": st["count"], "dups": st["dups"],
-               "lat": [] if cmd.get("brief") else st["lat"]}
-        if cmd.get("drop"):
-            for e in [e for e in b["epochs"] if e <= cmd["epoch"]]:
-                del b["epochs"][e]
-        return res
+        return bench_stats(topic, cmd)
     raise ValueError("unknown command %s" % c)
+
+
+async def wait_received(topic: str, cmd: dict) -> dict:
+    """gs_wait: until `count` messages on topic, or timeout_ms."""
+    t0 = time.monotonic()
+    while (len(RECEIVED.get(topic, [])) < cmd["count"]
+           and time.monotonic() - t0 < cmd.get("timeout_ms", 5000) / 1000):
+        await trio.sleep(0.02)
+    return {"messages": RECEIVED.get(topic, [])}
+
+
+async def bench_publish(pubsub, topic: str, cmd: dict) -> dict:
+    """gs_bench_publish: `count` messages at `rate` per second, each stamped with its
+    tag, index and send time; how long it took and how many left late."""
+    t0 = time.perf_counter()
+    late = 0
+    pad = bytes(max(0, cmd.get("size", 16) - _BENCH_HEAD.size))
+    for i in range(cmd["count"]):
+        due = t0 + i / cmd["rate"]
+        wait = due - time.perf_counter()
+        if wait > 0:
+            await trio.sleep(wait)
+        elif wait < -0.05:
+            late += 1
+        tag = cmd.get("epoch", 0) << 16 | cmd["index"]
+        await pubsub.publish(topic, _BENCH_HEAD.pack(tag, i, time.time()) + pad)
+    return {"ms": (time.perf_counter() - t0) * 1000, "late": late}
+
+
+def bench_stats(topic: str, cmd: dict) -> dict:
+    """gs_bench_stats: what arrived of an epoch (with drop: forget it and the earlier)."""
+    b = BENCH[topic]
+    st = epoch_stats(b, cmd["epoch"])
+    res = {"count": st["count"], "dups": st["dups"],
+           "lat": [] if cmd.get("brief") else st["lat"]}
+    if cmd.get("drop"):
+        for e in [e for e in b["epochs"] if e <= cmd["epoch"]]:
+            del b["epochs"][e]
+    return res
 
 
 def make_host():
@@ -316,7 +332,7 @@ async def run_command(host, cmd: dict) -> None:
     except SystemExit:
         out({"id": cmd.get("id"), "ok": True})
         os._exit(0)
-    except BaseException as e:  # report, keep serving
+    except BaseException as e:  # noqa: BLE001 - reported to the test (trio's groups too); serves on
         out({"id": cmd.get("id"), "ok": False, "error": "%s: %s" % (type(e).__name__, e)})
 
 
@@ -362,7 +378,7 @@ async def bench_self(size_mb: int, ping_seconds: float) -> None:
     a, b = make_host(), make_host()
     la = [multiaddr.Multiaddr("/ip4/127.0.0.1/tcp/0")]
     async with a.run(listen_addrs=la), b.run(listen_addrs=la):
-        baddr = [x for x in b.get_addrs() if "127.0.0.1" in str(x)][0]
+        baddr = next(x for x in b.get_addrs() if "127.0.0.1" in str(x))
         if "/p2p/" not in str(baddr):
             baddr = multiaddr.Multiaddr(str(baddr) + "/p2p/" + b.get_id().to_string())
         await a.connect(info_from_p2p_addr(baddr))

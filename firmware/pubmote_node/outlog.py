@@ -1,0 +1,178 @@
+# The durable outbox's log on the board's filesystem (config "outbox_dir"): what the outbox
+# holds survives a reboot or a power cut. Append-only segment files <dir>/<n>, n counting
+# up; a new one is begun once the current one would pass _SEG_BYTES (and at every boot, so
+# nothing is ever appended after a torn tail). A segment is removed once every message in
+# it has left the outbox (acked, dropped or given up), so the log holds the outbox's
+# messages and at most two segments besides.
+#
+# A record: u16 n | u32 seq | u32 done | u8 k | k x (u16 len | bytes) | u16 crc, little
+# endian except the CRC-16/CCITT (big endian, as on the link) over everything before it;
+# n counts from seq to the last field. `done` is the outbox's cursor when the record was
+# written: every message up to that seq had left it, so acks cost no write of their own
+# (a message acked after the last record was written is sent again after a reboot: at
+# least once, as on the link). The fields are opaque bytes: a field added to a message
+# adds one to k, and a reader takes the fields it knows.
+#
+# A power cut mid-append loses that record only: replay stops a segment at its first
+# record that is short or fails its CRC. One append is one open/write/close: on littlefs
+# one commit (segments of _SEG_BYTES stay inline in their directory's metadata, so the
+# commit does not copy a data block): docs/guarantees.md gives the flash writes measured.
+import os
+import struct
+
+from pubmote_wire.compat import const
+from pubmote_wire.framing import crc16
+
+_SEG_BYTES = const(512)  # littlefs on the Pico keeps files up to 512 bytes inline
+_HEAD = const(11)  # n, seq, done, k
+_MIN = const(9)  # n of a record without fields
+
+
+class OutLog:
+    """replay() once, then append(fields) for each message queued and done() for each that
+    leaves the head of the outbox (the log keeps the outbox's order: oldest first)."""
+
+    def __init__(self, path):
+        self._dir = path
+        self._hdr = bytearray(_HEAD)  # one header buffer, patched in place
+        self._next = 0  # the next record's seq
+        self._done = -1  # every seq up to this one has left the outbox
+        self._held = []  # seqs of the replayed messages still queued, oldest first
+        self._segs = []  # segment number, last seq in it, ... (oldest first)
+        self._cur = 0  # the segment appended to
+        self._cur_bytes = 0
+
+    def replay(self):
+        """The messages the log holds that had not left the outbox, oldest first: a list of
+        lists of fields (bytes). Removes segments with nothing left in them."""
+        d = self._dir
+        try:
+            os.mkdir(d)
+        except OSError:  # there already
+            pass
+        nums = []
+        for n in os.listdir(d):
+            if n.isdigit():
+                nums.append(int(n))
+        nums.sort()
+        recs = []  # seq, fields, ... for every valid record
+        done = -1
+        top = -1
+        segs = self._segs
+        for num in nums:
+            last = -1
+            with open(self._path(num), "rb") as f:
+                buf = f.read()
+            pos = 0
+            while True:
+                r = _record(buf, pos)
+                if r is None:
+                    break  # the end, or a torn tail: what follows it is not trusted
+                pos, seq, was_done, fields = r
+                done = max(done, was_done)
+                top = max(top, seq)
+                last = seq
+                if seq > done:
+                    recs.append(seq)
+                    recs.append(fields)
+            segs.append(num)
+            segs.append(last)
+        self._next = top + 1
+        self._cur = nums[-1] + 1 if nums else 0
+        out = []
+        held = self._held
+        for i in range(0, len(recs), 2):
+            if recs[i] > done:
+                held.append(recs[i])
+                out.append(recs[i + 1])
+        # the cursor: as last written while messages are left (done() moves it through
+        # their seqs), else at the newest record, so that new seqs follow it one by one
+        self._done = done if held else top
+        self._trim()
+        return out
+
+    def append(self, fields):
+        """Log one message (a list of bytes fields) as the newest. False if the filesystem
+        refused it (full, or failing): the message then lives in RAM only."""
+        seq = self._next
+        self._next = seq + 1
+        size = _HEAD + 2
+        for x in fields:
+            size += 2 + len(x)
+        if self._cur_bytes and self._cur_bytes + size > _SEG_BYTES:
+            self._cur += 1  # a new segment: the old one is removed once its messages left
+            self._cur_bytes = 0
+            self._trim()
+        segs = self._segs
+        if segs and segs[-2] == self._cur:
+            segs[-1] = seq
+        else:
+            segs.append(self._cur)
+            segs.append(seq)
+        h = self._hdr
+        struct.pack_into("<HIIB", h, 0, size - 4, seq, self._done & 0xFFFFFFFF, len(fields))
+        try:
+            with open(self._path(self._cur), "ab") as f:
+                f.write(h)
+                crc = crc16(h)
+                for x in fields:
+                    struct.pack_into("<H", h, 0, len(x))
+                    f.write(memoryview(h)[0:2])
+                    crc = crc16(memoryview(h)[0:2], crc)
+                    f.write(x)
+                    crc = crc16(x, crc)
+                struct.pack_into(">H", h, 0, crc)
+                f.write(memoryview(h)[0:2])
+        except OSError:
+            self._cur_bytes = _SEG_BYTES  # whatever reached the file: appended to no more
+            return False
+        self._cur_bytes += size
+        return True
+
+    def done(self):
+        """The oldest message in the outbox left it (acked, dropped or given up)."""
+        held = self._held
+        self._done = held.pop(0) if held else self._done + 1
+        self._trim()
+
+    def _trim(self):
+        # remove the oldest segments once every message in them has left
+        segs = self._segs
+        while segs and segs[1] <= self._done and segs[0] != self._cur:
+            try:
+                os.remove(self._path(segs[0]))
+            except OSError:
+                pass  # gone already, or the filesystem failing: replay skips it as done
+            segs.pop(0)
+            segs.pop(0)
+
+    def _path(self, num):
+        return "%s/%d" % (self._dir, num)
+
+
+def _record(buf, pos):
+    """(next pos, seq, done, fields) of the record at pos, or None at the end of the valid
+    records (end of buf, a record cut short, a bad CRC)."""
+    if pos + 2 > len(buf):
+        return None
+    n = buf[pos] | buf[pos + 1] << 8
+    end = pos + 2 + n
+    if n < _MIN or end + 2 > len(buf):
+        return None
+    if crc16(memoryview(buf)[pos:end]) != (buf[end] << 8 | buf[end + 1]):
+        return None
+    seq, done, k = struct.unpack_from("<IIB", buf, pos + 2)
+    fields = []
+    p = pos + _HEAD
+    for _ in range(k):
+        if p + 2 > end:
+            return None
+        ln = buf[p] | buf[p + 1] << 8
+        p += 2
+        if p + ln > end:
+            return None
+        fields.append(buf[p : p + ln])
+        p += ln
+    if done == 0xFFFFFFFF:
+        done = -1
+    return end + 2, seq, done, fields

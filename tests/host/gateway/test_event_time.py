@@ -1,0 +1,178 @@
+"""Event time end to end (docs/protocols/event-time.md): simulated boards (the MicroPython
+unix port) stamp each reading when the app publishes it, by their clock set from the
+gateway's at registration; the bridge keeps that taken-time beside its arrival time. The
+boards' ticks_ms() is the monotonic clock this process reads too, so the tests know when
+each reading was truly taken. A gateway whose clock is an hour behind gives taken-times an
+hour behind, within 50 ms; a reading held in a board's outbox while its bridge is stopped
+arrives later with its own taken-time, its age telling it from a fresh one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cbor2
+import pytest
+
+from e2e import Collector, boards_registered, bridge_with_boards, free_port
+from pubmote.core.hub import Hub
+from pubmote_wire import interest, name, notify
+
+TOLERANCE_MS = 50
+OFFSET_MS = -3_600_000  # the gateway's clock, an hour behind this host's
+TICKS_MASK = (1 << 30) - 1  # the unix port's ticks_ms() period
+
+
+def truth_ms(t_ms: int) -> float:
+    """The wall-clock time (ms since 1970, this host's) of a board's ticks_ms() reading:
+    the port's ticks are CLOCK_MONOTONIC's ms modulo 2**30, as time.monotonic() is."""
+    mono = time.monotonic() * 1000
+    wall = time.time() * 1000
+    return wall - ((int(mono) - t_ms) & TICKS_MASK) - (mono - int(mono))
+
+
+def test_ndn_python_repo_parser_skips_taken_time() -> None:
+    # the bridge's notifies to NDN apps carry TakenTime (0xF2, non-critical): PubSub's own
+    # NotifyAppParam parser reads the rest as before
+    from ndn.encoding import Name
+    from ndn_python_repo.utils.pubsub import NotifyAppParam
+
+    buf = bytearray(200)
+    n = notify.encode_notify_interest(buf, 0, name.from_uri("/t"), name.from_uri("/gw/gw1"),
+                                      b"\x01\x02\x03\x04",
+                                      taken=notify.taken_value(1_700_000_000_123))
+    i = interest.decode_interest(bytes(buf[:n]))
+    p = NotifyAppParam.parse(bytes(i.app_params or b""))
+    assert Name.to_str(p.publisher_prefix) == "/gw/gw1"
+    assert bytes(p.notify_nonce) == b"\x01\x02\x03\x04"
+    assert notify.taken_ms(notify.parse_notify_interest(bytes(buf[:n]))[4]) == 1_700_000_000_123
+
+
+def journal_records(d: Path) -> list[dict[str, Any]]:
+    out = []
+    for f in sorted(d.glob("journal-*.jsonl")):
+        out += [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+    return out
+
+
+def _relayed(recs: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
+    return [r for r in recs if r.get("outcome") == "relayed" and r.get("topic") == topic]
+
+
+async def _offset_run(tmp: Path, form: str
+                      ) -> tuple[list[bytes], list[dict[str, Any]], int]:
+    url = "tcp://127.0.0.1:%d" % free_port()
+    topic = b"/test/sim1/clock|"
+    async with bridge_with_boards(tmp, 1, app="clock_app", period_ms=100, sp_pub=[url],
+                                  journal=str(tmp / "journal"), sim_keys=form == "keyed",
+                                  extra={"batch": form == "timed-batches"}) as bridge:
+        col = Collector(url, topic)
+        try:
+            await boards_registered(bridge, ["sim1"])
+            lines = await col.wait_for(topic, 30, timeout_s=60)
+            batched = bridge.hub.counters["batched"]
+        finally:
+            col.close()
+    return lines, _relayed(journal_records(tmp / "journal"), "/test/sim1/clock"), batched
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("form", ["timed-batches", "notifies", "keyed"])
+def test_taken_time_is_the_gateways_clock_within_50ms(tmp_path: Path, form: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # the gateway's clock an hour behind from the start, before any board registers. A
+    # keyed board (HmacWithSha256 notifies) takes it from replies signed with its key
+    monkeypatch.setattr(Hub, "clock_ms", lambda _self: int(time.time() * 1000) + OFFSET_MS)
+    lines, recs, batched = asyncio.run(_offset_run(tmp_path, form))
+    assert len(recs) >= 30, recs[:3]
+    # timed BATCH records, or NDN notifies with TakenTime
+    assert (batched > 0) == (form == "timed-batches")
+    # every reading has the gateway's time, also the first ones, taken before the board
+    # first registered: the outbox sends nothing before that, and a reading's time is
+    # worked out from its stamp when it is sent
+    errors = []
+    for r in recs:
+        reading = cbor2.loads(bytes.fromhex(r["payload"]))
+        assert r["t_taken"] is not None, r
+        errors.append(r["t_taken"] - (truth_ms(reading["t_ms"]) + OFFSET_MS))
+    assert max(abs(e) for e in errors) <= TOLERANCE_MS, errors
+    # the SP subscriber got the same readings, in order
+    seqs = [cbor2.loads(x.split(b"|", 1)[1])["seq"] for x in lines]
+    assert seqs == sorted(seqs)
+
+
+PERIOD_MS = 200
+OUTAGE_S = 4.0
+DEMO = b"/pubmote/demo/sim1/temperature|"
+
+
+async def _outage(tmp: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
+    exe = [sys.executable, "-m", "pubmote"]
+    sp_pub = "tcp://127.0.0.1:%d" % free_port()
+    sim = await asyncio.create_subprocess_exec(
+        *exe, "sim", "--boards", "1", "--dir", str(tmp), "--period-ms", str(PERIOD_MS),
+        "--no-keys", stdout=asyncio.subprocess.DEVNULL)
+    bridge_args = [*exe, "bridge", "--no-view", "--serial", str(tmp / "sim1.tty"),
+                   "--sp-pub", sp_pub, "--sp-sub", "tcp://127.0.0.1:%d" % free_port(),
+                   "--allow-anonymous-boards", "--journal", str(tmp / "journal"),
+                   "--journal-max-age", "1"]
+
+    async def start_bridge() -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(*bridge_args,
+                                                    stderr=asyncio.subprocess.DEVNULL)
+
+    bridge = await start_bridge()
+    col = Collector(sp_pub, DEMO)
+    try:
+        await col.wait_for(DEMO, 10, timeout_s=60)
+        bridge.send_signal(signal.SIGTERM)
+        await bridge.wait()
+        await asyncio.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
+        t_restart = time.time() * 1000
+        bridge = await start_bridge()
+        have = len(col.with_prefix(DEMO))
+        want = have + int(OUTAGE_S * 1000 / PERIOD_MS) + 25  # and 5 s of fresh ones
+        await col.wait_for(DEMO, want, timeout_s=60)
+    finally:
+        col.close()
+        for p in (bridge, sim):
+            if p.returncode is None:
+                p.terminate()
+                await p.wait()
+    readings = [cbor2.loads(x[len(DEMO):]) for x in col.with_prefix(DEMO)]
+    journal = _relayed(journal_records(tmp / "journal"), DEMO[:-1].decode())
+    return readings, journal, t_restart
+
+
+@pytest.mark.timeout(240)
+def test_reading_held_through_an_outage_keeps_its_taken_time_and_shows_late(
+        tmp_path: Path) -> None:
+    readings, journal, t_restart = asyncio.run(_outage(tmp_path))
+    # the SP subscriber: the demo's payload carries the taken-time (the board's clock,
+    # here the gateway's own: the same host), within 50 ms of when it was truly taken
+    timed = [r for r in readings if r["taken_ms"] is not None]
+    assert len(timed) >= len(readings) - 20, readings[:3]
+    errs = [r["taken_ms"] - truth_ms(r["t_ms"]) for r in timed]
+    assert max(abs(e) for e in errs) <= TOLERANCE_MS, errs
+    # the journal: each reading's taken-time beside the bridge's arrival time
+    by_seq: dict[int, dict[str, Any]] = {}
+    for rec in journal:
+        seq = cbor2.loads(bytes.fromhex(rec["payload"]))["seq"]
+        by_seq.setdefault(seq, rec)  # the first arrival (a lost ack may repeat one)
+    during = [r for r in by_seq.values() if r["t_taken"] is not None
+              and r["t_taken"] < t_restart - 1000 and r["t_bridge"] > t_restart]
+    fresh = [r for r in by_seq.values() if r["t_taken"] is not None
+             and r["t_taken"] > t_restart + 3000]
+    # every reading of the outage's first seconds arrived after the restart, with its own
+    # time: over a second old, which tells it from the fresh ones
+    assert len(during) >= (OUTAGE_S - 1.5) * 1000 / PERIOD_MS, len(during)
+    assert all(r["t_bridge"] - r["t_taken"] > 1000 for r in during)
+    assert fresh and all(r["t_bridge"] - r["t_taken"] < 1000 for r in fresh), fresh
+    for r in during + fresh:
+        taken = cbor2.loads(bytes.fromhex(r["payload"]))["t_ms"]
+        assert abs(r["t_taken"] - truth_ms(taken)) <= TOLERANCE_MS, r
