@@ -59,3 +59,24 @@ def sigint_as_from_a_shell() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
     yield
+
+
+@pytest.fixture(autouse=True)
+def control_endpoint_of_its_own(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every bridge a test starts (in-process or a `pubmote bridge` child) binds its control
+    endpoint (`pubmote update`) in a folder of the test's own, not the user's default one
+    that bridges of other tests, workers or the user's own would share. A short path: a
+    unix socket's is at most 107 bytes."""
+    import os
+    import shutil
+    import tempfile
+
+    if os.environ.get("PUBMOTE_CONTROL"):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="pmc-")
+    monkeypatch.setenv("PUBMOTE_CONTROL", os.path.join(folder, "bridge.sock"))
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -25,11 +25,20 @@ def load_config():
 
 
 def run(cfg=None):
-    """Run the app the config names (demo by default) until it ends."""
+    """Run the app the config names (demo by default) until it ends; on a board that has
+    been updated, the app its pointer file names (appslot.py), on trial after an update."""
     from pubmote_node.node import Node
 
     if cfg is None:
         cfg = load_config()
+    ptr = None
+    root = cfg.get("flash_dir", "")
+    if _exists(root + ("/" if root and root[-1] != "/" else "") + "app.ptr"):
+        from pubmote_node import appslot
+
+        appslot.use(cfg)
+        ptr = appslot.choose()
+        cfg = appslot.apply(ptr, cfg)
     if cfg.get("link") == "stdio":
         # USB CDC is both the REPL and the link: a moment for mpremote's Ctrl-C first
         import time
@@ -37,11 +46,52 @@ def run(cfg=None):
         print("pubmote: starting on the USB link in 2 s (Ctrl-C for the REPL)")
         time.sleep(2)
     node = Node(cfg)
+    trial = ptr is not None and "trial" in ptr
+    try:
+        asyncio.run(_main(node, cfg, ptr))
+    except Exception as e:
+        if trial:  # noted for the rollback's report, then the board restarts (rolls back)
+            from pubmote_node import appslot
+
+            _print_exception(e)
+            appslot.note_error("%s: %s" % (type(e).__name__, e))
+            appslot.reboot()
+        raise
+
+
+async def _main(node, cfg, ptr):
+    tasks = []  # held while the app runs
+    if ptr is not None:
+        from pubmote_node import trial
+
+        if "trial" in ptr:
+            tasks.append(trial.start(node, ptr))
+        elif ptr.get("report"):
+            tasks.append(asyncio.create_task(trial.send_pending(node)))
     app = cfg.get("app", "demo")
     if app == "demo":
         from pubmote_node import demo
 
-        asyncio.run(demo.main(node, cfg.get("period_ms", 1000)))
+        await demo.main(node, cfg.get("period_ms", 1000))
     else:
         mod = __import__(app)
-        asyncio.run(mod.main(node))
+        await mod.main(node)
+
+
+def _exists(path):
+    try:
+        os.stat(path)
+        return True
+    except OSError:
+        return False
+
+
+def _print_exception(e):
+    import sys
+
+    if hasattr(sys, "print_exception"):
+        sys.print_exception(e)
+    else:  # CPython
+        import traceback
+
+        traceback.print_exception(e)

@@ -20,6 +20,8 @@ _SERVED_MAX = const(8)
 # directed messages travel as topics /pubmote/to/<address>; the bridge routes them (a
 # const: no module global, which would be heap on a board)
 _TO = const(b"/pubmote/to/")
+# the bridge's call to fetch an update: /pubmote/ctl/update/<v> (updater.py)
+_UPDATE = const(b"\x08\x07pubmote\x08\x03ctl\x08\x06update")
 
 
 class Node:
@@ -265,6 +267,15 @@ class Node:
             return
         if nm[: len(control.HELLO)] == control.HELLO:
             self.session.wake.set()
+            return
+        if nm[: len(_UPDATE)] == _UPDATE:
+            import gc
+
+            gc.collect()
+            base = gc.mem_alloc() if hasattr(gc, "mem_alloc") else 0  # the updater's cost
+            from .updater import start  # loaded only while an update runs
+
+            start(self, nm, base)
             return
         for prefix, handler in self._served:
             if name.is_prefix(prefix, nm):

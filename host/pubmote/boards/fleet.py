@@ -116,6 +116,9 @@ class SimFleet:
         crash is logged (a warning, with where the board's log is) when first seen."""
         out = {}
         for b in self.boards:
+            if b.rebooted():
+                log.info("simulated board %s rebooted", b.name)
+                continue
             why = b.crashed()
             if why is None:
                 self._reported.discard(b.name)  # running again (a reset)

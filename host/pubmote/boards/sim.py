@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,11 @@ from pathlib import Path
 from pubmote.boards import files
 from pubmote.boards.cable import Cable, detach_child, end_process
 from pubmote.boards.profiles import load_profile
+
+# the unix port's machine.reset() (firmware/pubmote_node/appslot.py), and its watchdog's
+# (a thread that signals its own process: trial.py)
+REBOOT_STATUS = 75
+REBOOT_SIGNAL = signal.SIGUSR2
 
 
 def micropython_exe() -> str:
@@ -71,9 +77,13 @@ class SimBoard:
         self.cable = Cable(self.workdir / (name + ".board"), self.workdir / (name + ".tty"))
         self.config_path = self.workdir / (name + ".json")
         self.log_path = self.workdir / (name + ".log")
+        # the board's own filesystem, where an update's app folders and pointer go (its
+        # cwd stays the workdir, where test apps write their logs)
+        self.flash_dir = self.workdir / (name + ".fs")
         self.config: dict[str, object] = {
             "name": name, "link": "pty", "path": str(self.cable.board_link), "app": app,
-            "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000}
+            "period_ms": period_ms, "timeout_ms": 1000, "keepalive_ms": 2000,
+            "flash_dir": str(self.flash_dir)}
         self.config.update(extra or {})
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -90,12 +100,12 @@ class SimBoard:
         if self.app_dir is not None:
             path.append(str(self.app_dir))
         env = dict(os.environ, MICROPYPATH=":".join(path), PUBMOTE_CONFIG=str(self.config_path))
+        self.flash_dir.mkdir(exist_ok=True)
         with open(self.log_path, "ab") as logf:
             self.proc = subprocess.Popen(
                 [micropython_exe(), "-X", "heapsize=" + self.heap,
                  str(files.firmware_dir() / "main.py")],
                 env=env, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                # the workdir is its flash
                 cwd=self.workdir, preexec_fn=detach_child)  # noqa: PLW1509 - see detach_child
 
     def reset(self) -> None:
@@ -113,10 +123,20 @@ class SimBoard:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def rebooted(self) -> bool:
+        """Start the board again if its firmware asked for a reboot (machine.reset() on a
+        board; status REBOOT_STATUS or REBOOT_SIGNAL here: after an update, a rollback, a
+        watchdog); True if so."""
+        if self.proc is None or self.proc.poll() not in (REBOOT_STATUS, -REBOOT_SIGNAL):
+            return False
+        self.proc = None
+        self.start()
+        return True
+
     def crashed(self) -> str | None:
         """The last error line of the log when the board's process has ended by itself
         (its app raised, or MicroPython died), else None."""
-        if self.proc is None or self.proc.poll() is None:
+        if self.proc is None or self.proc.poll() is None or self.rebooted():
             return None
         return last_error(self.log_path) or "exited with status %d" % self.proc.returncode
 

@@ -14,7 +14,7 @@ from pubmote import __version__
 # happen inside each command's `run`.
 COMMAND_MODULES: tuple[str, ...] = (
     "pubmote.cli.bridge", "pubmote.cli.sim", "pubmote.cli.firmware", "pubmote.cli.flash",
-    "pubmote.cli.deploy", "pubmote.cli.simdev", "pubmote.cli.dissect",
+    "pubmote.cli.deploy", "pubmote.cli.update", "pubmote.cli.simdev", "pubmote.cli.dissect",
     "pubmote.cli.pipeline", "pubmote.cli.mesh", "pubmote.cli.dht", "pubmote.cli.tls",
     "pubmote.cli.sub", "pubmote.cli.pub")
 

@@ -59,6 +59,8 @@ async def _sim(args: argparse.Namespace) -> None:
         while True:
             await asyncio.sleep(1)
             for b in fleet.boards:
+                if b.rebooted():  # asked for by its firmware (an update, a rollback)
+                    continue
                 if not b.alive():
                     print("%s exited; see %s" % (b.name, b.log_path), file=sys.stderr)
                     b.start()

@@ -96,6 +96,7 @@ class Bridge:
         self.retained: Any = None  # dht.retained.RetainedTopics when `retained` is set
         self.mesh: Any = None  # gateway.mesh.relay.GatewayMesh: directed routing, and the mesh
         self._rx_errors_gone = 0  # rx_errors of board TCP faces since closed
+        self.control: Any = None  # gateway.update.control.ControlServer: `pubmote update`
 
     async def __aenter__(self) -> Bridge:
         try:
@@ -131,6 +132,7 @@ class Bridge:
         from pubmote.gateway.mesh.relay import from_config as mesh_from_config
 
         self.mesh = await mesh_from_config(self.hub, cfg)
+        await self._start_control()
 
     def _set_link_guard(self) -> None:
         cfg = self.cfg
@@ -240,6 +242,23 @@ class Bridge:
             if hasattr(self.fleet, "crashed"):
                 self._tasks.append(asyncio.create_task(self._watch_fleet()))
 
+    async def _start_control(self) -> None:
+        """The local control endpoint `pubmote update` talks to; a bridge that cannot bind
+        it runs on without (said once)."""
+        from pubmote.gateway.update.control import ControlServer
+
+        control = ControlServer(self.hub, next_face_id())
+        try:
+            started = await control.start()
+        except OSError as e:
+            log.warning("control endpoint %s: %s; `pubmote update` cannot reach this bridge",
+                        control.path, e.strerror or e)
+            started = False
+        if started:
+            self.control = control
+        else:
+            control.producer.close()
+
     def _board_trust(self) -> str:
         """What a board face trusts, for the line that says it is exposed."""
         auth = self.hub.auth
@@ -323,6 +342,9 @@ class Bridge:
         self.hub.flush_relays()
         for ep in self.sp:
             await ep.close()
+        if self.control is not None:
+            await self.control.close()
+            self.control = None
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

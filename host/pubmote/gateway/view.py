@@ -57,9 +57,10 @@ def _t(s: Any) -> Text:
     return Text(printable(str(s)))
 
 
-def _board_row(boards: Table, face: Any, b: Any, crash: str | None) -> None:
+def _board_row(boards: Table, face: Any, b: Any, crash: str | None, bridge: Bridge) -> None:
     """The row of one face: b is its registered board (None: not yet), crash what a
-    simulated board's app died of (None: alive)."""
+    simulated board's app died of (None: alive); a board's part in the last roll-out is
+    said beside its state."""
     state = Text("up", style="green") if face.up else Text("down", style="red")
     if crash is not None:  # a simulated board whose app died (it may have registered first)
         state = Text(printable(crash), style="red")
@@ -69,6 +70,7 @@ def _board_row(boards: Table, face: Any, b: Any, crash: str | None) -> None:
             state.append(" (%s)" % printable(str(why)) if why else " (not registered)")
         boards.add_row("?", _t(face.label), state, "", "", "", str(face.bad_frames()), "")
         return
+    _update_note(bridge, b.name, state)
     c = b.counters
     boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
                    str(c["delivered"]), str(c["dropped"] + c["deliver_failed"]),
@@ -135,7 +137,8 @@ class View:
         problems = board_problems(bridge)
         for face in bridge.all_faces():
             try:
-                _board_row(boards, face, by_face.get(face.face_id), problems.get(face.face_id))
+                _board_row(boards, face, by_face.get(face.face_id), problems.get(face.face_id),
+                           self.bridge)
             except Exception:  # noqa: BLE001 - one row must not take the view down
                 self._row_failed(boards, "boards", 8)
         return boards
@@ -199,6 +202,20 @@ class View:
                 await asyncio.sleep(refresh_s)
                 screen = self.render_safely(screen)
                 live.update(screen)
+
+
+def _update_note(bridge: Bridge, board: str, state: Text) -> None:
+    """A board's part in the last roll-out (`pubmote update`): its state and bytes."""
+    control = bridge.control
+    u = control.producer.updates.get(board) if control is not None else None
+    if u is None:
+        return
+    style = {"healthy": "green", "rolledback": "red", "failed": "red", "timeout": "red",
+             "skipped": "yellow"}.get(u.state, "cyan")
+    note = " update %s" % u.state
+    if u.state in ("offered", "fetching"):
+        note += " %d/%d B" % (u.bytes, u.total)
+    state.append(note, style=style)
 
 
 def render(bridge: Bridge, recent: RecentWarnings | None = None) -> Group:

@@ -57,6 +57,9 @@ class Workspace:
         self.loose = root / "loose.key"  # a key anyone may read
         self.loose.write_text("00" * 32 + "\n")
         self.loose.chmod(0o644)
+        self.update_app = root / "anapp"  # an app folder for `pubmote update`
+        self.update_app.mkdir()
+        (self.update_app / "app.py").write_text("async def main(node):\n    pass\n")
         self.folder = root / "afolder"
         self.folder.mkdir()
         self.missing = root / "nothere"
@@ -288,6 +291,14 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("flash",), "--erase"): "flag",
     (("flash",), "--chip"): "chip",
     (("flash",), "--connect-attempts"): "count",
+    (("update",), "boards"): "name",
+    (("update",), "--app"): "folder_in",
+    (("update",), "--config"): "set",
+    (("update",), "--all"): "flag",
+    (("update",), "--canary"): "count0",
+    (("update",), "--timeout"): "seconds",
+    (("update",), "--grace"): "seconds",
+    (("update",), "--status"): "flag",
     (("deploy",), "--board"): "board",
     (("deploy",), "--port"): "serial_port",
     (("deploy",), "--name"): "name",
@@ -373,6 +384,7 @@ def base_argv(cmd: tuple[str, ...], ws: Workspace) -> dict[str, list[str]]:
                      "--firmware": ["--firmware", str(ws.fw_bin)]},
         ("deploy",): {"--board": ["--board", "unix"], "--port": ["--port", ws.tty]},
         ("simdev",): {"--dir": ["--dir", str(r / "dev")]},
+        ("update",): {"--app": ["--app", str(ws.update_app)], "boards": ["sim1"]},
         ("dissect",): {"hex": ["05050703080161"]},
         ("pipeline",): {"journal": [str(ws.journal)], "--out": ["--out", str(r / "tables")]},
         ("mesh", "id"): {"--key-file": ["--key-file", str(ws.mesh_key)]},
@@ -480,6 +492,7 @@ def _forbid_long_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
     import pubmote.boards.deploy
     import pubmote.boards.fwbuild
+    import pubmote.cli.update
     import pubmote.pipeline.backlog
     import pubmote.pipeline.session
 
@@ -487,6 +500,7 @@ def _forbid_long_work(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subprocess.Popen, "__init__", long_work("a child process"))
     monkeypatch.setattr(pubmote.boards.fwbuild, "build", long_work("the firmware build"))
     monkeypatch.setattr(pubmote.boards.deploy, "deploy", long_work("the deploy"))
+    monkeypatch.setattr(pubmote.cli.update, "_connect", long_work("the bridge's control"))
     monkeypatch.setattr(pubmote.pipeline.session, "spark_session", long_work("Spark"))
     monkeypatch.setattr(pubmote.pipeline.backlog, "prepare_soon", long_work("compaction"))
 

@@ -1,0 +1,254 @@
+# The board's updater: fetch the update the bridge offers (its manifest, signed with this
+# board's key, then the files as NDN Data segments, each checked), write them to the staging
+# folder apps/<v>.tmp, check the whole against the manifest's SHA-256, then switch: the
+# folder renamed to apps/<v>, the pointer file renamed over (appslot.py), and a reboot into
+# the new app on trial. A power cut at any moment leaves the old pointer (the old app) or
+# the new one naming a whole folder. Imported at the bridge's call, let go when it fails.
+import asyncio
+import json
+import os
+
+from pubmote_wire import name
+from pubmote_wire.compat import const
+
+from . import appslot, upreport
+
+_TRIES = const(8)  # fetches of one packet before the update is given up
+_WINDOW = const(4)  # segments in flight at once
+_FLUSH_EVERY = const(8)  # segments written between commits of the file being written
+_running = []
+_heap = [0, 0]  # heap allocated before the updater was loaded, and the most seen since
+
+
+def start(node, trigger, base=0):
+    """The bridge's trigger /pubmote/ctl/update/<v> arrived: run the update (once). base:
+    the heap allocated before this module was loaded."""
+    if _running:
+        return
+    _heap[0] = _heap[1] = base
+    comp = name.components(trigger)[-1]
+    ver = bytes(name.component_type_value(comp)[1]).decode()
+    _running.append(asyncio.create_task(_run(node, ver)))
+
+
+def _sample():
+    # the heap the updater holds, live (collected first: a window of segments, the writer,
+    # the hash), after each window of segments
+    import gc
+
+    if hasattr(gc, "mem_alloc"):
+        gc.collect()
+        _heap[1] = max(_heap[1], gc.mem_alloc())
+
+
+async def _run(node, ver):
+    try:
+        await _update(node, ver)
+    except Exception as e:  # noqa: BLE001 - the bridge hears why; the old app runs on
+        await upreport.send(node, ver, "failed", "%s: %s" % (type(e).__name__, e), 3)
+    _running.clear()
+    from . import forget
+
+    for m in ("pubmote_node.updater", "pubmote_node.upreport", "pubmote_node.appslot"):
+        forget(m)
+
+
+async def _update(node, ver):
+    key = node._key  # noqa: SLF001 - the board's key, kept by its node
+    if key is None:
+        raise ValueError("board has no key: the manifest cannot be checked")
+    p = await upreport.fetch(node, upreport.update_name(node, ver, "m"), _TRIES)
+    if p is None:
+        raise OSError("manifest not fetched")
+    from pubmote_wire.data import verify_data
+
+    d, pkt = p[1], p[2]
+    if not verify_data(d, pkt, key):
+        raise ValueError("manifest signature does not verify")
+    man = json.loads(bytes(d.content))
+    if man["v"] != ver:
+        raise ValueError("manifest is for another update")
+    for fname, _ in man["files"]:
+        if "/" in fname or fname in ("", ".", ".."):
+            raise ValueError("bad file name in the manifest")
+    appslot.use(node.config)
+    ptr = appslot.read() or {"cur": "", "prev": ""}
+    if ver in (ptr.get("cur"), ptr.get("prev")):
+        raise ValueError("update %s is already on the board" % ver)
+    stage = appslot.path("apps/") + ver + ".tmp"
+    _clean(ptr, ver + ".tmp")
+    from pubmote_wire.compat import sha256
+
+    h = sha256()
+    out = _Writer(stage, man["files"])
+    # a transfer cut short (a reset, a power cut) goes on after the bytes it left
+    off = out.resume(h)
+    n = man["n"]
+    seg = man["seg"]
+    size = man["size"]
+    for first in range(off // seg, n, _WINDOW):
+        idx = range(first, min(first + _WINDOW, n))
+        got = await asyncio.gather(*[_segment(node, ver, i) for i in idx])
+        for k in range(len(got)):
+            i, d = first + k, got[k]
+            want = min(seg, size - i * seg)
+            if d is None or d.content is None or len(d.content) != want:
+                raise OSError("segment %d not fetched whole" % i)
+            c = memoryview(bytes(d.content))
+            if i * seg < off:
+                c = c[off - i * seg :]
+            h.update(c)
+            out.write(c)
+        _sample()
+    out.close()
+    from binascii import hexlify
+
+    if hexlify(h.digest()).decode() != man["sha"]:
+        _rmtree(stage)  # not kept for a resume: the next try starts afresh
+        raise ValueError("update does not match its manifest's SHA-256")
+    with open(stage + "/config.json", "w") as f:
+        json.dump(man.get("config", {}), f)
+    folder = appslot.path("apps/") + ver
+    _rmtree(folder)
+    os.rename(stage, folder)
+    appslot.write({"cur": ver, "prev": ptr.get("cur", ""),
+                   "trial": {"v": ver, "timeout_s": man.get("timeout_s", 60),
+                             "grace_s": man.get("grace_s", 5), "booted": 0}})
+    _sample()
+    # the updater's heap, above what the board held before it was loaded, to the bridge
+    await upreport.send(node, ver, "staged", "heap +%d B" % (_heap[1] - _heap[0]), 2)
+    appslot.reboot()
+
+
+async def _segment(node, ver, i):
+    from pubmote_wire.data import verify_data
+
+    nm = upreport.update_name(node, ver, "s", i)
+    for _ in range(_TRIES):
+        p = await upreport.fetch(node, nm, 1)
+        if p is not None and verify_data(p[1], p[2]):  # its DigestSha256
+            return p[1]
+    return None
+
+
+class _Writer:
+    """The update's bytes, in order, cut into its files in the staging folder."""
+
+    def __init__(self, folder, files):
+        self._folder = folder
+        self._files = files
+        self._k = 0
+        self._left = 0
+        self._f = None
+        self._writes = 0
+
+    def resume(self, h):
+        """Take the staging folder as a cut-short transfer left it: the whole files and the
+        start of the next one are kept (hashed into h), what follows is removed. Returns
+        the offset in the update where the transfer goes on."""
+        try:
+            os.mkdir(self._folder)
+        except OSError:
+            pass
+        files = self._files
+        off = k = 0
+        have = 0
+        while k < len(files):
+            size = files[k][1]
+            have = _hash_file(self._path(k), size, h)
+            off += have
+            if have < size:
+                break
+            k += 1
+        for j in range(k + 1, len(files)):
+            try:
+                os.remove(self._path(j))
+            except OSError:
+                pass
+        self._k = k
+        self._open(have)
+        return off
+
+    def _path(self, k):
+        return self._folder + "/" + self._files[k][0]
+
+    def _open(self, have):
+        # file k, appended to after its first `have` bytes; empty files made on the way
+        while self._k < len(self._files):
+            size = self._files[self._k][1]
+            # closed by write() once the file is whole, or by close()
+            self._f = open(self._path(self._k), "ab" if have else "wb")  # noqa: SIM115
+            self._left = size - have
+            if self._left:
+                return
+            self._f.close()
+            self._f = None
+            self._k += 1
+            have = 0
+
+    def write(self, b):
+        mv = memoryview(b)
+        while len(mv):
+            if self._f is None:
+                raise ValueError("more bytes than the manifest's files")
+            k = min(self._left, len(mv))
+            self._f.write(mv[:k])
+            mv = mv[k:]
+            self._left -= k
+            if not self._left:
+                self._f.close()
+                self._f = None
+                self._k += 1
+                self._open(0)
+        self._writes += 1
+        if self._f is not None and not self._writes % _FLUSH_EVERY:
+            self._f.flush()  # on littlefs a commit: what a resume after a power cut keeps
+
+    def close(self):
+        if self._f is not None:
+            self._f.close()
+            raise ValueError("fewer bytes than the manifest's files")
+
+
+def _hash_file(path, size, h):
+    # the bytes of a file a cut-short transfer left (at most size; a longer file goes)
+    try:
+        have = os.stat(path)[6]
+    except OSError:
+        return 0
+    if have > size:
+        os.remove(path)
+        return 0
+    buf = bytearray(256)
+    mv = memoryview(buf)
+    with open(path, "rb") as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(mv[:n])
+    return have
+
+
+def _clean(ptr, stage):
+    # what earlier updates left: every app folder but the current and the previous one,
+    # and this update's staging folder (a transfer cut short goes on from it)
+    try:
+        names = os.listdir(appslot.path("apps"))
+    except OSError:
+        os.mkdir(appslot.path("apps"))
+        names = []
+    keep = (ptr.get("cur"), ptr.get("prev"), stage)
+    for n in names:
+        if n not in keep:
+            _rmtree(appslot.path("apps/") + n)
+
+
+def _rmtree(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for n in names:
+        os.remove(folder + "/" + n)
+    os.rmdir(folder)
