@@ -185,3 +185,15 @@ def test_no_module_over_the_size_limit() -> None:
     assert any(p.parent.name == "pubmote_node" for p in files)
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in files}
     assert {m: n for m, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_every_host_package_is_in_the_wheel() -> None:
+    # pyproject lists the packages (they live under host/, shared/, firmware/): one left out
+    # installs without its modules, which only a wheel install outside the checkout shows
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    found = {".".join(p.parent.relative_to(ROOT / "host").parts)
+             for p in (ROOT / "host").rglob("__init__.py")}
+    assert found - listed == set(), "packages missing from pyproject.toml's list"
