@@ -73,12 +73,14 @@ def _describe(name: str, p: dict[str, Any]) -> tuple[bool, str]:
     wm = (p.get("eventTime") or {}).get("watermark", "-")
     ops = p.get("stateOperators") or []
     # append mode: a window leaves the state exactly when it is written to the sink
-    closed = sum(int(s.get("numRowsRemoved", 0)) for s in ops)
-    rows_in = int(p.get("numInputRows", 0))
+    closed = sum(int(s.get("numRowsRemoved") or 0) for s in ops)
+    # a Spark Connect client's progress may leave the total out: its sources' sum
+    rows_in = int(p.get("numInputRows") or sum(int(s.get("numInputRows") or 0)
+                                                for s in p.get("sources") or []))
     return bool(rows_in or closed), (
         "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s"
         % (name, p.get("batchId"), rows_in, closed,
-           sum(int(s.get("numRowsTotal", 0)) for s in ops), wm))
+           sum(int(s.get("numRowsTotal") or 0) for s in ops), wm))
 
 
 def follow(spark: SparkSession, journal: str | Path, out: str | Path,
