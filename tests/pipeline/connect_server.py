@@ -41,6 +41,17 @@ class ConnectServer:
             time.sleep(0.05)
         return self.url
 
+    def kill9(self) -> None:
+        """The driver is lost: the server's process and its JVM, at once."""
+        from standalone import _children
+
+        for pid in [self.p.pid, *_children(self.p.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.p.wait(timeout=30)
+
     def stop(self) -> int | None:
         """SIGTERM (a service stopped), else SIGKILL after a minute; its exit status."""
         if self.p.poll() is None:
