@@ -205,7 +205,13 @@ BENCH_LINES = {
                         % NUM, r"\| 1,000 \| \d+ \| DuckDB, JSON lines \| %s" % NUM,
                         r"\| 1,000 \| \d+ \| Spark local\[\*\], typed columns \| %s" % NUM,
                         r"\| 1,000 \| \d+ \| DuckDB, typed columns \| %s" % NUM,
-                        r"1,000 rows, typed columns .*: Spark / DuckDB %sx" % NUM],
+                        r"1,000 rows, typed columns .*: Spark / DuckDB %sx" % NUM,
+                        r"\| 1,000 \| \d+ \| Spark Connect, warm server, typed columns \| %s"
+                        % NUM,
+                        r"1,000 rows, warm Spark Connect server: Spark / DuckDB %sx the rows/s"
+                        % NUM,
+                        r"1,000 rows, warm Spark Connect server: the report \(tables and the "
+                        r"HTML page\) in %s s end to end" % NUM],
     "pipeline/stream_lag.py": [r"streaming lag, .*2 files\): p50 %s s" % NUM],
 }
 
