@@ -72,6 +72,10 @@ def test_remote_without_a_server_says_so(tmp_path: Path) -> None:
     p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--remote", "http://x"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "not a Spark Connect URL" in p.stderr
+    p = subprocess.run([PUBMOTE, "pipeline", str(tmp_path / "j"), "--remote",
+                        "sc://127.0.0.1:%d" % port, "--master", "local[1]"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "give them to `pubmote pipeline serve`" in p.stderr
 
 
 def test_serve_refuses_what_it_should_not_do(connect_url: str) -> None:

@@ -33,7 +33,8 @@ examples:
 JVM starts in this process, and a run costs the job's own work, not Spark's start (some
 5 s). The server reads the journal's columns and writes the tables on its machine's file
 system: the paths are sent absolute, so run the client on the server's machine (or give
-paths every node sees). --master, --conf and -v are the server's then, not the client's.
+paths every node sees). --master and --conf are the server's then (refused here: give
+them to `pubmote pipeline serve`), as is Spark's log (`pubmote pipeline serve -v`).
 
 A reading is the CBOR number a board published, or the "value"/"reading"/"celsius"/
 "temperature" entry of a CBOR map (--reading-key picks another). Each finished journal
@@ -159,6 +160,9 @@ def usage_error(args: argparse.Namespace) -> str | None:
     (each option's value was checked by its kind when the command line was parsed)."""
     if args.follow and args.report:
         return "--report runs on the batch tables; run it without --follow"
+    if args.remote and (args.conf or args.master != "local[*]"):
+        return ("--master and --conf set up a Spark, and --remote uses the server's: give "
+                "them to `pubmote pipeline serve`")
     if "://" in args.journal:
         return ("JOURNAL_DIR %s: give a folder of this host (on a cluster, a mount every node "
                 "sees, e.g. NFS): the pipeline compacts the journal into typed columns "
