@@ -144,7 +144,8 @@ bench: setup firmware
 ##   RUN_DIR=... puts the three elsewhere), on a resident Spark (`pubmote pipeline serve` on
 ##   sc://127.0.0.1:PIPELINE_PORT, default 15002; its log: build/run/serve.log) that batch
 ##   runs and reports can use beside it: pubmote pipeline build/run/journal --out T
-##   --report R --remote sc://127.0.0.1:15002
+##   --report R --remote sc://127.0.0.1:15002. Ctrl-C stops the job, then the server (in a
+##   session of its own: it outlives the job's last calls)
 ## make run SIM_KIND=pico: the same with two emulated Picos (the real rp2 firmware in rp2040js)
 SIM_KIND ?= unix
 SP_PUB ?= tcp://127.0.0.1:5560
@@ -157,7 +158,7 @@ ifdef PIPELINE
 	@mkdir -p $(RUN_DIR)
 	@echo "pipeline: Spark Connect on sc://127.0.0.1:$(PIPELINE_PORT) (log: $(RUN_DIR)/serve.log), following $(RUN_DIR)/journal into $(RUN_DIR)/tables (log: $(RUN_DIR)/pipeline.log)"
 	@: >$(RUN_DIR)/serve.log; \
-	$(BIN)/pubmote pipeline serve --port $(PIPELINE_PORT) >$(RUN_DIR)/serve.log 2>&1 & spid=$$!; \
+	setsid $(BIN)/pubmote pipeline serve --port $(PIPELINE_PORT) >$(RUN_DIR)/serve.log 2>&1 & spid=$$!; \
 	{ until grep -q "listening on" $(RUN_DIR)/serve.log; do \
 	    kill -0 $$spid 2>/dev/null || { echo "no Spark Connect server: see $(RUN_DIR)/serve.log"; exit 1; }; \
 	    sleep 0.2; done; \

@@ -30,6 +30,9 @@ __all__ = ["DEFAULT_PORT", "is_loopback", "remote_session", "serve", "server_con
 DEFAULT_PORT = 15002  # Spark Connect's own default
 PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 REACH_TIMEOUT_S = 5.0
+# the client's retries of a failed call: 50 ms, x4 each time, at most 5 s apart (~15 s)
+RETRIES = 6
+MAX_BACKOFF_MS = 5000
 
 
 def is_loopback(host: str) -> bool:
@@ -122,7 +125,14 @@ def remote_session(url: str) -> SparkSession:
     except ImportError as e:
         raise PipelineError("--remote needs Spark Connect's client libraries (%s): install "
                             "pubmote's `pipeline` extra" % e) from e
-    return SparkSession.builder.remote(url).getOrCreate()
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    # a server restarting is waited for some 15 s, not the client's default 10 minutes:
+    # a job whose server is gone says so (and a stopping --follow client stops)
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES,
+                                                   max_backoff=MAX_BACKOFF_MS)])
+    return spark
 
 
 def remote_paths(*paths: str | Path | None) -> list[str | None]:
