@@ -89,7 +89,7 @@ def serve(master: str, conf: Mapping[str, str], *, host: str, port: int,
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, on_signal)
         log("Spark Connect server (master %s) listening on sc://%s:%d; stop with Ctrl-C"
-            % (master, host, port))
+            % (master, "[%s]" % host if ":" in host else host, port))
         stop.wait()
     finally:
         spark.stop()
