@@ -146,21 +146,32 @@ bench: setup firmware
 ##   (its log instead when the output is not a terminal); SP on SP_PUB and SP_SUB
 ## make run PIPELINE=1: the same, journaled into build/run/journal, which the streaming
 ##   pipeline follows in the background into build/run/tables (its log: build/run/pipeline.log;
-##   RUN_DIR=... puts the three elsewhere)
+##   RUN_DIR=... puts the three elsewhere), on a resident Spark (`pubmote pipeline serve` on
+##   sc://127.0.0.1:PIPELINE_PORT, default 15002; its log: build/run/serve.log) that batch
+##   runs and reports can use beside it: pubmote pipeline build/run/journal --out T
+##   --report R --remote sc://127.0.0.1:15002. Ctrl-C stops the job, then the server (in a
+##   session of its own: it outlives the job's last calls)
 ## make run SIM_KIND=pico: the same with two emulated Picos (the real rp2 firmware in rp2040js)
 SIM_KIND ?= unix
 SP_PUB ?= tcp://127.0.0.1:5560
 SP_SUB ?= tcp://127.0.0.1:5561
 RUN_DIR ?= build/run
+PIPELINE_PORT ?= 15002
 RUN_BRIDGE := $(BIN)/pubmote bridge --sim-boards 2 --sim-kind $(SIM_KIND) --sp-pub $(SP_PUB) --sp-sub $(SP_SUB)
 run: setup $(if $(filter pico,$(SIM_KIND)),firmware)
 ifdef PIPELINE
 	@mkdir -p $(RUN_DIR)
-	@echo "pipeline: following $(RUN_DIR)/journal into $(RUN_DIR)/tables (log: $(RUN_DIR)/pipeline.log)"
-	@$(BIN)/pubmote pipeline $(RUN_DIR)/journal --out $(RUN_DIR)/tables --follow \
-	  --window "1 minute" --watermark "10 seconds" --trigger-seconds 5 \
-	  >$(RUN_DIR)/pipeline.log 2>&1 & pid=$$!; \
-	trap 'kill $$pid 2>/dev/null; wait $$pid' EXIT INT TERM; \
+	@echo "pipeline: Spark Connect on sc://127.0.0.1:$(PIPELINE_PORT) (log: $(RUN_DIR)/serve.log), following $(RUN_DIR)/journal into $(RUN_DIR)/tables (log: $(RUN_DIR)/pipeline.log)"
+	@: >$(RUN_DIR)/serve.log; \
+	setsid $(BIN)/pubmote pipeline serve --port $(PIPELINE_PORT) >$(RUN_DIR)/serve.log 2>&1 & spid=$$!; \
+	{ until grep -q "listening on" $(RUN_DIR)/serve.log; do \
+	    kill -0 $$spid 2>/dev/null || { echo "no Spark Connect server: see $(RUN_DIR)/serve.log"; exit 1; }; \
+	    sleep 0.2; done; \
+	  exec $(BIN)/pubmote pipeline $(RUN_DIR)/journal --out $(RUN_DIR)/tables --follow \
+	    --window "1 minute" --watermark "10 seconds" --trigger-seconds 5 \
+	    --remote sc://127.0.0.1:$(PIPELINE_PORT); \
+	} >$(RUN_DIR)/pipeline.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid; kill $$spid 2>/dev/null; wait $$spid' EXIT INT TERM; \
 	$(RUN_BRIDGE) --journal $(RUN_DIR)/journal --journal-max-age 5
 else
 	$(RUN_BRIDGE)

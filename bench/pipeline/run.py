@@ -7,6 +7,9 @@ process; we report wall time, rows/s and the peak resident memory of its whole p
 tree (for Spark: the Python driver, the JVM and any Python workers), as ratios. Spark's
 figure includes starting its JVM, which a long-running --follow job pays once, from the
 class archive that `make setup` or a first batch run saves (pipeline/jvm_archive.py).
+At the smallest size, the same job again on a warm `pubmote pipeline serve` (Spark
+Connect: the job's process starts no JVM), alone and with its report: its CPU seconds and
+memory are the client's and the server's during the job.
 
     python bench/pipeline/run.py [--rows 1000000 10000000]
 """
@@ -18,11 +21,13 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,6 +46,28 @@ t2 = time.monotonic()
 spark.stop()
 print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": stats["windows"],
                   "health": stats["health"]}))
+"""
+
+# The same job sent to a warm `pubmote pipeline serve` (argv[3]): this process starts no
+# JVM. Its log lines' times say where a warm run's time goes.
+REMOTE_JOB = """
+import json, sys, time
+t0 = time.monotonic()
+marks = []
+def log(line):
+    marks.append((time.monotonic() - t0, line.split(":")[0].split(" ")[0]))
+from pubmote.pipeline.backlog import prepare_soon
+from pubmote.pipeline.connect import remote_session
+from pubmote.pipeline.batch import run_batch
+backlog = prepare_soon(sys.argv[1])
+spark = remote_session(sys.argv[3])
+t1 = time.monotonic()
+stats = run_batch(spark, sys.argv[1], sys.argv[2], window="1 minute", watermark="1 minute",
+                  log=log, backlog=backlog, report=sys.argv[4] if len(sys.argv) > 4 else None)
+t2 = time.monotonic()
+spark.stop()
+print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": stats["windows"],
+                  "health": stats["health"], "marks": marks, "end_s": t2 - t0}))
 """
 
 DUCKDB_JOB = """
@@ -138,27 +165,85 @@ def sample_tree(pid: int, cpu_s: dict[int, float]) -> tuple[int, int]:
     return rss, pss
 
 
-def run_engine(code: str, journal: Path, out: Path, *args: str) -> dict[str, float]:
+def run_engine(code: str, journal: Path, out: Path, *args: str,
+               server: int | None = None) -> dict[str, Any]:
+    """Run one engine's job in a process of its own: its result, wall time, CPU seconds
+    and peak memory; with `server` (a Connect server's PID), that process tree counts
+    too: its CPU seconds during the job, and its memory."""
     out.mkdir(parents=True, exist_ok=True)
+    server_cpu0: dict[int, float] = {}
+    if server is not None:
+        sample_tree(server, server_cpu0)
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-c", code, str(journal), str(out), *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak_rss = peak_pss = 0
     cpu_s: dict[int, float] = {}  # the last sample of each process: short-lived ones, and
-    while p.poll() is None:       # the last 0.1 s of each, are missed (a slight undercount)
+    server_cpu: dict[int, float] = {}  # the last 0.1 s of each, are missed (an undercount)
+    while p.poll() is None:
         rss, pss = sample_tree(p.pid, cpu_s)
+        if server is not None:
+            srss, spss = sample_tree(server, server_cpu)
+            rss, pss = rss + srss, pss + spss
         peak_rss, peak_pss = max(peak_rss, rss), max(peak_pss, pss)
         time.sleep(0.1)
     wall = time.monotonic() - t0
+    if server is not None:
+        sample_tree(server, server_cpu)
     stdout, stderr = p.communicate()
     if p.returncode != 0:
         raise SystemExit("engine failed:\n" + stderr[-3000:])
-    res: dict[str, float] = json.loads(stdout.strip().splitlines()[-1])
-    res.update(wall_s=wall, peak_rss=peak_rss, peak_pss=peak_pss, cpu_s=sum(cpu_s.values()))
+    res: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    cpu = sum(cpu_s.values()) + sum(v - server_cpu0.get(k, 0.0) for k, v in server_cpu.items())
+    res.update(wall_s=wall, peak_rss=peak_rss, peak_pss=peak_pss, cpu_s=cpu)
     return res
 
 
+class Server:
+    """`pubmote pipeline serve` (local[*], the pipeline's defaults) on a free port, for
+    the warm-server rows; stopped by PID."""
+
+    def __init__(self, log: Path) -> None:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        self.url = "sc://127.0.0.1:%d" % port
+        self.log = log
+        with log.open("wb") as f:
+            self.p = subprocess.Popen([sys.executable, "-m", "pubmote", "pipeline", "serve",
+                                       "--port", str(port)], stdout=f, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 300
+        while "listening on " + self.url not in log.read_text(errors="replace"):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit("no Spark Connect server:\n" + log.read_text()[-3000:])
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def where_the_time_goes(r: dict[str, Any]) -> str:
+    """A warm remote run's phases, from its log lines' times."""
+    marks = {name: t for t, name in r["marks"]}
+    start = r["startup_s"]
+    tables = marks.get("wrote", start)  # the last table written
+    spark_report = marks.get("report", tables)
+    return ("Python, imports and the session %.2f s, the two tables %.2f s, the report's "
+            "Spark queries %.2f s, its plots and page %.2f s"
+            % (start, tables - start, spark_report - tables, r["end_s"] - spark_report))
+
+
 PER_FILE = 100_000
+WARM = "Spark Connect, warm server, typed columns"
 
 
 def make_journal(d: Path, rows: int) -> None:
@@ -220,6 +305,10 @@ def main() -> int:
           "| peak RSS MB | peak PSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
     summary = []
+    # the warm-server rows at the smallest size asked for (1M by default): what a report
+    # or a batch run costs beside a resident server
+    warm_rows = {min(args.rows)}
+    warm_report: dict[int, dict[str, Any]] = {}
     for rows in sorted(args.rows):
         journal = journal_of(rows, full)
         mb = sum(f.stat().st_size for f in journal.glob("journal-*.jsonl")) / 1e6
@@ -236,6 +325,19 @@ def main() -> int:
                    run_engine(SPARK_JOB, journal, Path(tmp) / "spark2"),
                    "DuckDB, typed columns":
                    run_engine(DUCKDB_JOB, journal, Path(tmp) / "duckdb2", "columns")}
+            if rows in warm_rows:
+                # a resident server, warmed by one run of the job; then the job, and the
+                # job with its report (CPU s and memory: the client's and the server's)
+                server = Server(Path(tmp) / "serve.log")
+                try:
+                    run_engine(REMOTE_JOB, journal, Path(tmp) / "warm-up", server.url)
+                    res[WARM] = run_engine(REMOTE_JOB, journal, Path(tmp) / "remote",
+                                           server.url, server=server.p.pid)
+                    warm_report[rows] = run_engine(
+                        REMOTE_JOB, journal, Path(tmp) / "remote-report", server.url,
+                        str(Path(tmp) / "report"), server=server.p.pid)
+                finally:
+                    server.stop()
         sizes = {(r["windows"], r["health"]) for r in res.values()}
         if len(sizes) != 1:
             raise SystemExit("the engines disagree on the table sizes: %r" % res)
@@ -245,6 +347,15 @@ def main() -> int:
                 format(int(rows / r["wall_s"]), ","), r["peak_rss"] / 1e6,
                 r["peak_pss"] / 1e6))
         names = list(res)
+        if WARM in res:
+            warm, duck, rep = res[WARM], res[names[3]], warm_report[rows]
+            summary.append("%s rows, warm Spark Connect server: Spark / DuckDB %.2fx the "
+                           "rows/s (typed columns; Spark %.2f s, DuckDB %.2f s end to end)"
+                           % (format(rows, ","), duck["wall_s"] / warm["wall_s"],
+                              warm["wall_s"], duck["wall_s"]))
+            summary.append("%s rows, warm Spark Connect server: the report (tables and "
+                           "the HTML page) in %.2f s end to end (%s)"
+                           % (format(rows, ","), rep["wall_s"], where_the_time_goes(rep)))
         for what, s, d in (("JSON lines", res[names[0]], res[names[1]]),
                            ("typed columns", res[names[2]], res[names[3]])):
             summary.append("%s rows, %s (%d window rows, %d health rows): Spark / DuckDB "

@@ -205,7 +205,13 @@ BENCH_LINES = {
                         % NUM, r"\| 1,000 \| \d+ \| DuckDB, JSON lines \| %s" % NUM,
                         r"\| 1,000 \| \d+ \| Spark local\[\*\], typed columns \| %s" % NUM,
                         r"\| 1,000 \| \d+ \| DuckDB, typed columns \| %s" % NUM,
-                        r"1,000 rows, typed columns .*: Spark / DuckDB %sx" % NUM],
+                        r"1,000 rows, typed columns .*: Spark / DuckDB %sx" % NUM,
+                        r"\| 1,000 \| \d+ \| Spark Connect, warm server, typed columns \| %s"
+                        % NUM,
+                        r"1,000 rows, warm Spark Connect server: Spark / DuckDB %sx the rows/s"
+                        % NUM,
+                        r"1,000 rows, warm Spark Connect server: the report \(tables and the "
+                        r"HTML page\) in %s s end to end" % NUM],
     "pipeline/stream_lag.py": [r"streaming lag, .*2 files\): p50 %s s" % NUM],
 }
 
@@ -386,7 +392,8 @@ def test_run_until_ctrl_c(tmp_path: Path, form: str,
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             ["make", "--no-print-directory", "run", "SP_PUB=%s" % sp_pub, "SP_SUB=%s" % sp_sub,
-             "RUN_DIR=%s" % run_dir, *RUN_FORMS[form]],
+             "RUN_DIR=%s" % run_dir, *RUN_FORMS[form],
+             *(["PIPELINE_PORT=%d" % free_port()] if form == "pipeline" else [])],
             cwd=ROOT, env=make_env(), stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True)
     started.append(proc)
@@ -419,6 +426,8 @@ def test_run_until_ctrl_c(tmp_path: Path, form: str,
         wait_for(lambda: pipeline_log.exists() and "following" in pipeline_log.read_text(),
                  300, "the pipeline to follow the journal")
         wait_for(lambda: any((run_dir / "journal").glob("journal-*")), 60, "a journal file")
+        # the job runs on the resident server (a Spark Connect client: no JVM of its own)
+        assert "listening on sc://127.0.0.1:" in (run_dir / "serve.log").read_text()
     sim_dir = re.search(r"simulated board sim1 on (\S+)/sim1", log_text())
     assert sim_dir, log_text()
     os.killpg(proc.pid, signal.SIGINT)

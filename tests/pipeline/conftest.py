@@ -1,6 +1,9 @@
-"""The pipeline tests share one SparkSession for the whole pytest run (starting a JVM costs
-seconds): local[2], UI off, 2 shuffle partitions, UTC, loopback, quiet logs. They import
-the bridge test helpers (e2e) from tests/host."""
+"""The pipeline tests share one Spark for the whole pytest run (a JVM's start costs 25-30
+CPU seconds): a resident Spark Connect server (`pubmote pipeline serve`: local[2], 2
+shuffle partitions, and the pipeline's own defaults: UTC, UI off, loopback, quiet logs),
+which `spark`, a Spark Connect session, runs the tests' jobs on. The tests that are about
+local mode start their own `pubmote pipeline` (test_remote.py, test_stream.py,
+test_jvm_archive.py). They import the bridge test helpers (e2e) from tests/host."""
 
 from __future__ import annotations
 
@@ -14,15 +17,25 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+SERVER_ARGS = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
+
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    from pubmote.pipeline.session import spark_session
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """sc://... of the run's shared `pubmote pipeline serve`."""
+    from connect_server import ConnectServer
 
-    s = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2",
-                                   "spark.ui.enabled": "false",
-                                   "spark.sql.session.timeZone": "UTC",
-                                   "spark.driver.host": "127.0.0.1"},
-                      app_name="pubmote-tests")
+    server = ConnectServer(SERVER_ARGS, tmp_path_factory.mktemp("connect") / "serve.log")
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(connect_url: str) -> Iterator[Any]:
+    from pubmote.pipeline.connect import remote_session
+
+    s = remote_session(connect_url)
     yield s
     s.stop()

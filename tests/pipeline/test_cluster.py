@@ -1,7 +1,8 @@
-"""`pubmote pipeline --master spark://...` on a real Spark standalone cluster (a master and
-two workers on loopback, from the installed pyspark): the batch tables are the ones local
-mode computes, and `--follow` stays exactly-once when a worker node is lost mid-stream
-and the driver is killed with -9 and restarted from its checkpoint.
+"""`pubmote pipeline serve --master spark://...` on a real Spark standalone cluster (a master
+and two workers on loopback, from the installed pyspark), the jobs sent to it with
+`--remote`: the batch tables are the ones local mode computes, and `--follow` stays
+exactly-once when a worker node is lost mid-stream and the driver (the Connect server) is
+killed with -9 mid-batch, started again, and the client restarted from its checkpoint.
 
 One test on purpose: the cluster's five JVMs start once for the module, whichever
 pytest-xdist worker runs it."""
@@ -9,11 +10,12 @@ pytest-xdist worker runs it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from connect_server import ConnectServer
 from jobs import PipelineJob, committed_batches
 
 import oracle
@@ -37,8 +39,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 
+@pytest.fixture
+def servers(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[[], ConnectServer]]:
+    """Starts `pubmote pipeline serve` in front of the cluster; each stopped at the end."""
+    started: list[ConnectServer] = []
+
+    def start() -> ConnectServer:
+        started.append(ConnectServer(cluster.conf(), tmp_path / ("serve%d.log" % len(started))))
+        return started[-1]
+
+    try:
+        yield start
+    finally:
+        for s in started:
+            s.stop()
+
+
 def _tables(spark: Any, journal: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
-    """Local mode's tables of a journal (the in-process local[2] session)."""
+    """Local mode's tables of a journal (the shared server's local[2])."""
     rows, tables, _ = compute(spark, journal, **OPTS)
     try:
         return (oracle.table_rows(tables["windows"].where("origin != 'sentinel'"), W_KEYS),
@@ -47,9 +65,10 @@ def _tables(spark: Any, journal: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
         rows.unpersist()
 
 
-@pytest.mark.timeout(900)  # five JVMs and three drivers' executors on 2 busy cores
-def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
-                                                   tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # five JVMs and two drivers' executors on 2 busy cores
+def test_cluster_batch_and_follow_match_local_mode(
+        spark: Any, cluster: Cluster, servers: Callable[[], ConnectServer],
+        tmp_path: Path) -> None:
     recs = list(records(2000, boards=4, subscribers=2, seed=23))  # ~8 min of event time
     chunks = [recs[i:i + 1500] for i in range(0, len(recs), 1500)]
     assert len(chunks) >= 4
@@ -58,12 +77,11 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
     full = tmp_path / "full"
     for i, c in enumerate(chunks):
         write_journal(full, iter(c), start_index=i)
-    batch = PipelineJob([str(full), "--out", str(tmp_path / "batch"), *cluster.conf()],
-                   tmp_path / "batch.log")
-    try:
-        want_w, want_h = _tables(spark, full)  # local mode's, while the cluster works
-    finally:
-        assert batch.p.wait(timeout=600) == 0, batch.tail()
+    server = servers()
+    want_w, want_h = _tables(spark, full)  # local mode's, while the server starts
+    batch = PipelineJob([str(full), "--out", str(tmp_path / "batch"),
+                         "--remote", server.wait_ready()], tmp_path / "batch.log")
+    assert batch.p.wait(timeout=600) == 0, batch.tail()
     assert cluster.apps_run_by(0) and cluster.apps_run_by(1)
     assert len(want_w) >= 30 and len(want_h) >= 40
     oracle.assert_same(oracle.table_rows(spark.read.parquet(str(tmp_path / "batch/windows")),
@@ -75,10 +93,10 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
     journal, out, log = tmp_path / "journal", tmp_path / "live", tmp_path / "follow.log"
     ckpt = out / "_checkpoint"
     follow = [str(journal), "--out", str(out), "--follow", "--trigger-seconds", "0.5",
-              "--max-files-per-trigger", "2", *cluster.conf()]
+              "--max-files-per-trigger", "2", "--remote"]
     for i, c in enumerate(chunks[:2]):
         write_journal(journal, iter(c), start_index=i)
-    driver = PipelineJob(follow, log)
+    driver = PipelineJob([*follow, server.url], log)
     try:
         driver.wait_for(lambda: committed_batches(ckpt, "commits") >= 1, 300, "a first batch")
         cluster.workers[0].kill9()
@@ -93,7 +111,8 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
         while (committed_batches(ckpt, "offsets") <= committed_batches(ckpt, "commits")
                and time.monotonic() < deadline):
             time.sleep(0.005)
-        driver.kill9()
+        server.kill9()  # the driver
+        driver.kill9()  # and its client (which would retry the gone server for minutes)
     finally:
         driver.stop()
 
@@ -119,7 +138,7 @@ def test_cluster_batch_and_follow_match_local_mode(spark: Any, cluster: Cluster,
             counted[name] = (max(batches), int(spark.read.parquet(str(out / name)).count()))
         return counted[name][1]
 
-    driver = PipelineJob(follow, log)
+    driver = PipelineJob([*follow, servers().wait_ready()], log)
     try:
         driver.wait_for(lambda: sink_rows("windows") >= len(want_w)
                         and sink_rows("health") >= len(want_h), 300, "every window")

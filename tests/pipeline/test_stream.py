@@ -1,6 +1,9 @@
 """Streaming (--follow) is exactly-once: the job is killed with kill -9 twice while it
 works, restarted each time, and its tables equal the batch recomputation of the same
-journal, row for row, with no window lost or counted twice."""
+journal, row for row, with no window lost or counted twice. The first run is local mode
+(a JVM of its own), the others run on the shared Spark Connect server (--remote) from the
+same checkpoint: the two modes run the same queries, and a restarted remote client takes
+over the streams a killed one left running on the server."""
 
 from __future__ import annotations
 
@@ -17,15 +20,17 @@ from pubmote.pipeline.batch import compute
 from pubmote.pipeline.synth import records, write_journal
 
 
-def follow_job(journal: Path, out: Path, log: Path) -> PipelineJob:
-    """`pubmote pipeline --follow` on local[2], a file a micro-batch."""
+def follow_job(journal: Path, out: Path, log: Path, remote: str | None = None) -> PipelineJob:
+    """`pubmote pipeline --follow`, a file a micro-batch: on local[2], or on the server."""
+    where = ["--remote", remote] if remote else [
+        "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
     return PipelineJob([str(journal), "--out", str(out), "--follow", "--trigger-seconds",
-                        "0.3", "--max-files-per-trigger", "1", "--master", "local[2]",
-                        "--conf", "spark.sql.shuffle.partitions=2"], log)
+                        "0.3", "--max-files-per-trigger", "1", *where], log)
 
 
-@pytest.mark.timeout(900)  # three JVM starts and some 30 micro-batches on 2 busy cores
-def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # a JVM's start and some 30 micro-batches on 2 busy cores
+def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
+                                              tmp_path: Path) -> None:
     journal, out, log = tmp_path / "journal", tmp_path / "out", tmp_path / "job.log"
     ckpt = out / "_checkpoint"
     recs = list(records(3000, boards=4, subscribers=2, seed=11))  # 12.5 min of event time
@@ -35,7 +40,7 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> Non
 
     kills = 0
     for n in range(2):  # two runs killed with -9 while a batch is in flight
-        job = follow_job(journal, out, log)
+        job = follow_job(journal, out, log, connect_url if n else None)
         try:
             base = committed_batches(ckpt, "commits")
             job.wait_for(lambda b=base: committed_batches(ckpt, "commits") >= b + 2, 300,
@@ -90,7 +95,7 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, tmp_path: Path) -> Non
         seen[0] = logs
         return sink_rows("windows") >= len(want_w) and sink_rows("health") >= len(want_h)
 
-    job = follow_job(journal, out, log)
+    job = follow_job(journal, out, log, connect_url)
     try:
         job.wait_for(all_windows_written, 300, "every window")
     finally:

@@ -331,6 +331,21 @@ def hostport(value: Any) -> str:
     return v
 
 
+def connect_url(value: Any) -> str:
+    """A Spark Connect server: sc://HOST:PORT (the port defaults to 15002)."""
+    from urllib.parse import urlsplit
+
+    v = nonempty(value)
+    parts = urlsplit(v)
+    try:
+        port = parts.port
+    except ValueError:
+        raise KindError("bad port; e.g. sc://127.0.0.1:15002") from None
+    if parts.scheme != "sc" or not parts.hostname or port == 0:
+        raise KindError("not a Spark Connect URL; e.g. sc://127.0.0.1:15002")
+    return v
+
+
 def source_net(value: Any) -> str:
     """A source address or network allowed to connect: 10.0.0.7, 192.168.1.0/24, fd00::/8."""
     from pubmote.core.allowlist import network

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,18 +125,22 @@ def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]]
         return [r[key] for r in windows.groupBy(key).agg(F.sum("messages").alias("n"))
                 .orderBy(F.desc("n"), key).limit(TOP_TOPICS).collect()]
 
-    topics, boards = top("topic"), top("origin")
-    rate_key = F.when(F.col("topic").isin(topics), F.col("topic")).otherwise("other topics")
-    rates = (windows.groupBy(t, rate_key.alias("key"))
-             .agg((F.sum("messages") / bucket_s).alias("value")).collect())
     weighted = (F.sum(F.col("reading_avg") * F.col("readings")) / F.sum("readings"))
 
     def readings(key: str, keep: list[str]) -> list[Any]:
         return (windows.where(F.col(key).isin(keep) & (F.col("readings") > 0))
                 .groupBy(t, F.col(key).alias("key")).agg(weighted.alias("value")).collect())
 
-    return (_series(rates), _series(readings("topic", topics)),
-            _series(readings("origin", boards)))
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="pubmote-series") as pool:
+        topics_f, boards_f = pool.submit(top, "topic"), pool.submit(top, "origin")
+        topics, boards = topics_f.result(), boards_f.result()
+        rate_key = F.when(F.col("topic").isin(topics), F.col("topic")).otherwise("other topics")
+        rates = pool.submit(lambda: windows.groupBy(t, rate_key.alias("key"))
+                            .agg((F.sum("messages") / bucket_s).alias("value")).collect())
+        by_topic = pool.submit(readings, "topic", topics)
+        by_board = pool.submit(readings, "origin", boards)
+        return (_series(rates.result()), _series(by_topic.result()),
+                _series(by_board.result()))
 
 
 def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str | Path, *,
@@ -148,25 +153,36 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
     out.mkdir(parents=True, exist_ok=True)
     windows = spark.read.parquet(str(Path(tables) / "windows"))
     health = spark.read.parquet(str(Path(tables) / "health"))
-    rates, topic_readings, board_readings = _time_series(windows)
-    hrows = (health.groupBy("node")
-             .agg(*[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to",
-                                                 "lost", "ups", "reconnects", "downs")])
-             .orderBy("node").collect())
     lat = F.col("latency_ms")
-    hist = (j.where((F.col("outcome") == "delivered") & (lat > 0))
-            .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b")).count()
-            .orderBy("b").collect())
-    pct = (j.where(F.col("outcome") == "delivered")
-           .agg(F.percentile_approx(lat, [0.5, 0.9, 0.99, 1.0]).alias("p"),
-                F.count(lat).alias("n")).first())
-    last = (j.where(F.col("reading").isNotNull())
-            .groupBy("topic", "origin")
-            .agg(F.max_by("reading", "t_bridge").alias("reading"),
-                 F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
-            .orderBy("topic").collect())
-    totals = windows.agg(F.sum("messages").alias("messages"),
-                         F.countDistinct("topic").alias("topics")).first()
+    # The page's queries are small and independent: at once, they share Spark's cores
+    # and each one's planning and scheduling (most of a small query's time, and of a
+    # Spark Connect round trip) overlaps the others'. matplotlib loads meanwhile.
+    with ThreadPoolExecutor(max_workers=7, thread_name_prefix="pubmote-report") as pool:
+        plt = pool.submit(_plt)
+        series = pool.submit(_time_series, windows)
+        hrows_f = pool.submit(lambda: health.groupBy("node").agg(
+            *[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to", "lost",
+                                          "ups", "reconnects", "downs")])
+            .orderBy("node").collect())
+        hist_f = pool.submit(lambda: j.where((F.col("outcome") == "delivered") & (lat > 0))
+                             .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b"))
+                             .count().orderBy("b").collect())
+        pct_f = pool.submit(lambda: j.where(F.col("outcome") == "delivered").agg(
+            F.percentile_approx(lat, [0.5, 0.9, 0.99, 1.0]).alias("p"),
+            F.count(lat).alias("n")).first())
+        last_f = pool.submit(lambda: j.where(F.col("reading").isNotNull())
+                             .groupBy("topic", "origin")
+                             .agg(F.max_by("reading", "t_bridge").alias("reading"),
+                                  F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
+                             .orderBy("topic").collect())
+        totals_f = pool.submit(lambda: windows.agg(F.sum("messages").alias("messages"),
+                                                   F.countDistinct("topic").alias("topics"))
+                               .first())
+        rates, topic_readings, board_readings = series.result()
+        hrows, hist, pct, last = (hrows_f.result(), hist_f.result(), pct_f.result(),
+                                  last_f.result())
+        totals = totals_f.result()
+        plt.result()
     assert totals is not None
     log("report: %d points of rate, %d nodes, %d topics with readings"
         % (sum(len(v) for v in rates.values()), len(hrows), len(last)))

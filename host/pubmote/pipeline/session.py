@@ -48,6 +48,11 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
     java = require_java()
     from pyspark.sql import SparkSession
 
+    # a Spark of our own, whatever the environment says: pyspark would make a Spark
+    # Connect client of this builder under SPARK_REMOTE, or SPARK_CONNECT_MODE_ENABLED,
+    # which a remote session sets in its process and so in every process it starts
+    for var in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        os.environ.pop(var, None)
     local = master.startswith("local")
     conf = dict(conf or {})
     settings = {

@@ -73,12 +73,27 @@ def _describe(name: str, p: dict[str, Any]) -> tuple[bool, str]:
     wm = (p.get("eventTime") or {}).get("watermark", "-")
     ops = p.get("stateOperators") or []
     # append mode: a window leaves the state exactly when it is written to the sink
-    closed = sum(int(s.get("numRowsRemoved", 0)) for s in ops)
-    rows_in = int(p.get("numInputRows", 0))
+    closed = sum(int(s.get("numRowsRemoved") or 0) for s in ops)
+    # a Spark Connect client's progress may leave the total out: its sources' sum
+    rows_in = int(p.get("numInputRows") or sum(int(s.get("numInputRows") or 0)
+                                                for s in p.get("sources") or []))
     return bool(rows_in or closed), (
         "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s"
         % (name, p.get("batchId"), rows_in, closed,
-           sum(int(s.get("numRowsTotal", 0)) for s in ops), wm))
+           sum(int(s.get("numRowsTotal") or 0) for s in ops), wm))
+
+
+def _stop_all(queries: list[StreamingQuery], log: Log) -> None:
+    """Stop the queries and wait (up to 30 s each) until they have. On a Spark Connect
+    server that is itself stopping or gone, say so and go on: the queries end with it."""
+    for q in queries:
+        try:
+            q.stop()
+            deadline = time.monotonic() + 30
+            while q.isActive and time.monotonic() < deadline:
+                time.sleep(0.1)
+        except Exception as e:  # noqa: BLE001 - any error of a gone server's client
+            log("could not stop stream %s: %s" % (q.name, (str(e).splitlines() or [""])[0]))
 
 
 def follow(spark: SparkSession, journal: str | Path, out: str | Path,
@@ -131,12 +146,7 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
     finally:
         stop.set()
         thread.join()
-        for q in queries:
-            q.stop()
-        for q in queries:
-            deadline = time.monotonic() + 30
-            while q.isActive and time.monotonic() < deadline:
-                time.sleep(0.1)
+        _stop_all(queries, log)
     log("stopped; restart with the same --out and --checkpoint to go on where it stopped")
     # as a shell reports it: 128 + SIGINT after Ctrl-C, 0 after SIGTERM (a service stopped)
     return 128 + signal.SIGINT if got[:1] == [signal.SIGINT] else 0

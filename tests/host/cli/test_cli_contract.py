@@ -218,6 +218,8 @@ WRONG: dict[str, Callable[[Workspace], Values]] = {
     "pubkey": lambda ws: ["zz", "abcd", "", "g" * 64],
     "salt": lambda ws: ["x" * 65],
     "duration": lambda ws: ["banana", "", "-1 minute", "1"],
+    "connect_url": lambda ws: ["", "127.0.0.1:15002", "http://127.0.0.1:15002", "sc://",
+                               "sc://127.0.0.1:abc", "sc://127.0.0.1:0"],
     "conf": lambda ws: ["novalue", "=x", ""],
     "set": lambda ws: ["noequal", "period_ms=abc", "=1", "period_ms=-5", "name=a/b"],
     "dns_name": lambda ws: ["", "has space", "a/b", "-bad-"],
@@ -324,6 +326,13 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("pipeline",), "--max-files-per-trigger"): "count",
     (("pipeline",), "--reading-key"): "free",  # any CBOR map key may hold the reading
     (("pipeline",), "-v"): "flag",
+    (("pipeline",), "--remote"): "connect_url",
+    (("pipeline", "serve"), "--port"): "port",
+    (("pipeline", "serve"), "--host"): "host",
+    (("pipeline", "serve"), "--allow-remote-clients"): "flag",
+    (("pipeline", "serve"), "--master"): "free",  # Spark's own master URL, passed through
+    (("pipeline", "serve"), "--conf"): "conf",
+    (("pipeline", "serve"), "-v"): "flag",
     (("mesh", "id"), "--key-file"): "key_file",
     (("mesh", "id"), "--listen"): "multiaddr",
     (("mesh", "ping"), "addr"): "peer_multiaddr",
@@ -387,6 +396,7 @@ def base_argv(cmd: tuple[str, ...], ws: Workspace) -> dict[str, list[str]]:
         ("update",): {"--app": ["--app", str(ws.update_app)], "boards": ["sim1"]},
         ("dissect",): {"hex": ["05050703080161"]},
         ("pipeline",): {"journal": [str(ws.journal)], "--out": ["--out", str(r / "tables")]},
+        ("pipeline", "serve"): {},
         ("mesh", "id"): {"--key-file": ["--key-file", str(ws.mesh_key)]},
         ("mesh", "ping"): {"addr": ["/ip4/127.0.0.1/tcp/9/p2p/" + PEER]},
         ("mesh", "serve"): {"--key-file": ["--key-file", str(ws.mesh_key)],
@@ -427,6 +437,10 @@ def leaf_parsers() -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
         for s in subs:
             for name, child in s.choices.items():
                 yield from walk(child, (*path, name))
+        # a command whose first positional is data, with a subcommand beside it
+        # (`pipeline JOURNAL_DIR` and `pipeline serve`)
+        for name, child in getattr(p, "subcommands", {}).items():
+            yield from walk(child, (*path, name))
     yield from walk(cli.build_parser(), ())
 
 

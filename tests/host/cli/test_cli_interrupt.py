@@ -281,13 +281,19 @@ def _pipeline(tmp: Path) -> Any:
              "--trigger-seconds", "1"], printed(r"pipeline: following "), None, [])
 
 
+def _pipeline_serve(tmp: Path) -> Any:
+    return (["pipeline", "serve", "--port", str(free_port()), "--master", "local[1]"],
+            printed(r"listening on sc://127\.0\.0\.1:"), r"pipeline: stopped", [])
+
+
 def has_child(r: Run) -> bool:
     """The command started a child (the pipeline: Spark's JVM, still starting)."""
     return bool(descendants(r.p.pid))
 
 
 # what "start-up" is where it is not the command's first CPU time
-STARTING: dict[str, Callable[[Run], bool]] = {"pipeline": has_child}
+STARTING: dict[str, Callable[[Run], bool]] = {"pipeline": has_child,
+                                              "pipeline serve": has_child}
 
 
 def _firmware(tmp: Path) -> Any:
@@ -299,9 +305,10 @@ def _firmware(tmp: Path) -> Any:
 COMMANDS: dict[str, Setup] = {
     "bridge": _bridge, "sim": _sim, "simdev": _simdev, "sub": _sub, "pub": _pub,
     "mesh ping": _mesh_ping, "mesh serve": _mesh_serve, "dht node": _dht_node,
-    "dht subscribe": _dht_subscribe, "pipeline": _pipeline, "firmware build": _firmware,
+    "dht subscribe": _dht_subscribe, "pipeline": _pipeline,
+    "pipeline serve": _pipeline_serve, "firmware build": _firmware,
 }
-SLOW = {"pipeline"}  # Spark's JVM: tens of seconds on a loaded machine
+SLOW = {"pipeline", "pipeline serve"}  # Spark's JVM: tens of seconds on a loaded machine
 
 
 @pytest.fixture

@@ -206,7 +206,8 @@ def test_pipeline_follow_may_start_before_the_bridge(tmp_path: Path) -> None:
     from pubmote.cli.pipeline import usage_error
 
     ns = argparse.Namespace(window="1 minute", watermark="10 seconds", follow=True,
-                            report=None, journal=str(tmp_path / "later"), trigger_seconds=5.0)
+                            report=None, journal=str(tmp_path / "later"), trigger_seconds=5.0,
+                            remote=None, master="local[*]", conf=[])
     assert usage_error(ns) is None
     ns.follow = False
     assert "no such folder" in (usage_error(ns) or "")
