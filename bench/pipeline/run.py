@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -258,7 +259,7 @@ def make_journal(d: Path, rows: int) -> None:
         f.unlink()
     n = 0
 
-    def limited():  # type: ignore[no-untyped-def]
+    def limited() -> Iterator[dict[str, Any]]:
         nonlocal n
         for r in records(rows, boards=20, subscribers=2, seed=42):
             if n >= rows:

@@ -38,14 +38,15 @@ def window_file(journal: Path, k: int) -> None:
 
 def windows_in(sink: Path, seen: set[Path], found: set[int]) -> None:
     """Add the window starts (ms) of sink files not read yet to found."""
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
     for f in sink.glob("part-*.parquet"):
         if f in seen:
             continue
         try:
             col = pq.read_table(f, columns=["window_start"]).column(0).to_pylist()
-        except Exception:  # still being written: read it on the next look
+        except (OSError, pa.ArrowInvalid):  # still being written: read it on the next look
             continue
         seen.add(f)
         found.update(int(t.timestamp() * 1000) for t in col)

@@ -41,7 +41,7 @@ def test_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert jvm_archive.java_options(java, save=False) == ""  # none yet, none made
     opts = jvm_archive.java_options(java, save=True)  # none yet: this JVM would save it
     assert "-XX:ArchiveClassesAtExit=%s/.a.jsa.%d.tmp" % (where.parent, os.getpid()) in opts
-    jvm_archive._saving = None  # no JVM started: nothing to finish
+    jvm_archive._saving.clear()  # no JVM started: nothing to finish
     where.write_bytes(b"x")
     assert jvm_archive.java_options(java, save=True).startswith(
         "-XX:SharedArchiveFile=%s " % where)

@@ -30,7 +30,8 @@ def java_executable() -> str | None:
 def java_version_text(exe: str) -> str:
     """What `exe -version` says ("" when it cannot run): asked once per process."""
     try:
-        out = subprocess.run([exe, "-version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([exe, "-version"], check=False, capture_output=True, text=True,
+                             timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return out.stderr + out.stdout

@@ -34,8 +34,8 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 # seconds the JVM may take to write the archive as it exits (about 10 s measured)
 SAVE_TIMEOUT_S = 120.0
 
-# (where this process's JVM writes the archive as it exits, where it goes then)
-_saving: tuple[Path, Path] | None = None
+# (where this process's JVM writes the archive as it exits, where it goes then), while it does
+_saving: list[tuple[Path, Path]] = []
 
 
 def supported(java: str) -> bool:
@@ -67,7 +67,6 @@ def archive_path(java: str) -> Path | None:
 def java_options(java: str, *, save: bool) -> str:
     """The driver JVM's options for the archive: map it when there is one; else, with
     `save`, write it as the JVM exits (finish() waits for that and moves it into place)."""
-    global _saving
     path = archive_path(java)
     if path is None:
         return ""
@@ -79,7 +78,7 @@ def java_options(java: str, *, save: bool) -> str:
     # a name of our own: two first runs at once each write theirs, and the last one in
     # place wins (the same classes)
     tmp = path.with_name(".%s.%d.tmp" % (path.name, os.getpid()))
-    _saving = (tmp, path)
+    _saving[:] = [(tmp, path)]
     return "-XX:ArchiveClassesAtExit=%s %s" % (tmp, QUIET)
 
 
@@ -87,11 +86,9 @@ def finish(log: Log) -> Path | None:
     """After spark.stop(): when this process's JVM is writing the archive, end the JVM,
     wait for the archive and move it into place; the archive, or None. The JVM ends when
     its stdin closes (pyspark's gateway), so call this last: no Spark afterwards."""
-    global _saving
-    saving, _saving = _saving, None
-    if saving is None:
+    if not _saving:
         return None
-    tmp, final = saving
+    tmp, final = _saving.pop()
     from pyspark import SparkContext
 
     gateway = SparkContext._gateway  # noqa: SLF001 - pyspark keeps its JVM gateway only here
@@ -135,7 +132,7 @@ def ensure(log: Log = print) -> Path | None:
         run = subprocess.run(
             [sys.executable, "-m", "pubmote", "pipeline", str(Path(d) / "journal"),
              "--out", str(Path(d) / "tables"), "--report", str(Path(d) / "report")],
-            capture_output=True, text=True, timeout=600)
+            check=False, capture_output=True, text=True, timeout=600)
     if run.returncode != 0 or not path.exists():
         log("could not make the archive (pubmote pipeline exit status %d): %s"
             % (run.returncode, (run.stderr.strip().splitlines() or [""])[-1]))

@@ -8,7 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 EGRESS_OUTCOMES = ("delivered", "dropped", "nacked")
-MESSAGE_OUTCOMES = ("relayed", "fetch_failed") + EGRESS_OUTCOMES
+MESSAGE_OUTCOMES = ("relayed", "fetch_failed", *EGRESS_OUTCOMES)
 
 WINDOW_COLUMNS = ("window_start", "window_end", "topic", "origin", "messages", "readings",
                   "reading_min", "reading_avg", "reading_max", "latency_p50_ms",
