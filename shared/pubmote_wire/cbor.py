@@ -309,7 +309,7 @@ except (ImportError, AttributeError):  # pragma: no cover
     _STRICT_DECODE = False
 
 
-def _dec(buf, off, end, depth):
+def _dec(buf, off, end, depth):  # noqa: C901 - one frame per nesting level (below)
     if off >= end:
         raise DecodeError("truncated CBOR")
     ib = buf[off]
@@ -344,7 +344,33 @@ def _dec(buf, off, end, depth):
             v = _text(v)
         return v, p + arg - off
     if major == 4 or major == 5:
-        return _dec_container(buf, p, end, depth, major, arg, off)
+        # arrays and maps decoded here, not in a helper: each nesting level then costs the
+        # board one stack frame, not two, and the rp2 port's recursion limit stays beyond
+        # MAX_DEPTH (with a helper it ended a nested document first: RuntimeError)
+        if depth >= MAX_DEPTH:
+            raise DecodeError("CBOR nesting too deep")
+        # Every item takes at least one byte: a count larger than what is left is a lie.
+        if arg > (end - p) // (1 if major == 4 else 2):
+            raise DecodeError("CBOR container runs past end of input")
+        if major == 4:
+            out = []
+            for _ in range(arg):
+                v, n = _dec(buf, p, end, depth + 1)
+                p += n
+                out.append(v)
+            return out, p - off
+        out = {}
+        for _ in range(arg):
+            k, n = _dec(buf, p, end, depth + 1)
+            p += n
+            v, n = _dec(buf, p, end, depth + 1)
+            p += n
+            if type(k) is list or type(k) is dict:
+                raise DecodeError("unhashable CBOR map key")
+            if k in out or (k != k and _has_nan(out)):
+                raise DecodeError("duplicate CBOR map key")
+            out[k] = v
+        return out, p - off
     # major 7 with a small argument: false, true, null; major 6: a tag
     if major == 7 and 20 <= arg <= 22:
         return _SIMPLE[arg - 20], 1
@@ -378,36 +404,6 @@ def _text(b):
         return b.decode("utf-8")
     except UnicodeError:
         raise DecodeError("invalid UTF-8") from None
-
-
-def _dec_container(buf, p, end, depth, major, count, off):
-    # an array (major 4) or a map (5) of count items (pairs) from p; off: its head's
-    if depth >= MAX_DEPTH:
-        raise DecodeError("CBOR nesting too deep")
-    # Every item takes at least one byte: a count larger than what is left is a lie.
-    if count > (end - p) // (1 if major == 4 else 2):
-        raise DecodeError("CBOR container runs past end of input")
-    if major == 4:
-        out = []
-        for _ in range(count):
-            v, n = _dec(buf, p, end, depth + 1)
-            p += n
-            out.append(v)
-        return out, p - off
-    out = {}
-    for _ in range(count):
-        k, n = _dec(buf, p, end, depth + 1)
-        p += n
-        v, n = _dec(buf, p, end, depth + 1)
-        p += n
-        if type(k) is list or type(k) is dict:
-            raise DecodeError("unhashable CBOR map key")
-        if k in out or (k != k and _has_nan(out)):
-            raise DecodeError("duplicate CBOR map key")
-        out[k] = v
-    return out, p - off
-
-
 
 
 def _has_nan(d):

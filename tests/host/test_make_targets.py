@@ -180,6 +180,10 @@ BENCH_LINES = {
                        r"mosquitto \(QoS 1\) -> MQTT SUB\s+5/s per board\s+\d+",
                        r"ratio pubmote/mosquitto, aggregate zero-loss acked rate: median %s"
                        % NUM],
+    "gateway/update.py": [r"update of 3 boards, \d+-byte app, canary 1: 3/3 healthy in %s s" % NUM,
+                          r"update_broken, --timeout 10: 3/3 boards rolled back",
+                          r"update_hang, --timeout 10: 3/3 boards rolled back",
+                          r"power cut at a random point of 2 updates: 2/2 boots on a whole app"],
     "firmware/run.py": [r"publishing 100 messages", r"wasm 32-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"unix port 64-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"peak live while publishing: \d+"],

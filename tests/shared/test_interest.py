@@ -1,4 +1,5 @@
 # Tests of pubmote_wire.interest: exact bytes, round trips, digests, signatures, bad input.
+# unix-heap: 96k (it compiles interest.py, the largest codec module, from source on a 64-bit heap)
 import vectors
 from pubmote_wire import interest as ii
 from pubmote_wire.errors import DecodeError, EncodeError

@@ -1,4 +1,5 @@
 # Tests of pubmote_wire.notify against the ndn-python-repo PubSub capture (exact bytes).
+# unix-heap: 96k (it compiles interest.py, the largest codec module, from source on a 64-bit heap)
 import pubmote_wire.interest as ii  # first: the largest module compiles on a clean heap
 import vectors
 from pubmote_wire.data import decode_data, verify_data

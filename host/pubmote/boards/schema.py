@@ -25,6 +25,7 @@ KEYS: dict[str, tuple[str, int, int, str]] = {
     "outbox_len": ("int", 1, 4096, "messages the outbox holds (publish wait=False)"),
     "outbox_bytes": ("int", 64, 1 << 20, "bytes of topics and payloads the outbox holds"),
     "outbox_dir": ("str", 1, 128, "the durable outbox's directory on the board's filesystem"),
+    "flash_dir": ("str", 1, 128, "where updates over the link are staged (default: the root)"),
     "inline": ("bool", 0, 0, "small messages inline in their notify"),
     "batch": ("bool", 0, 0, "link batches on a serial line"),
     "baud": ("int", 300, 4_000_000, "the UART's baud rate"),

@@ -23,7 +23,7 @@ from pubmote.core.acks import AckGate
 from pubmote.core.auth import BoardAuth
 from pubmote.core.delivery import Delivery
 from pubmote.core.exchange import Exchange, reply, send_nack
-from pubmote.core.forwarder import Forwarder
+from pubmote.core.forwarder import Face, Forwarder
 from pubmote.core.intake import NotifyIntake, app_may
 from pubmote.core.journal import Journal
 from pubmote.core.limits import LimitHits, Limits
@@ -435,6 +435,31 @@ class Hub:
 
     def board_names(self) -> list[str]:
         return list(self.boards)
+
+    # named data a part of the gateway serves from inside the hub (the update producer)
+    def add_route(self, prefix: bytes, face: Face) -> bool:
+        """Route Interests under prefix to face; False (counted) when the FIB is full."""
+        return self.fwd.add_route(prefix, face)
+
+    def remove_route(self, prefix: bytes, face: Face) -> None:
+        self.fwd.remove_route(prefix, face)
+
+    def satisfy(self, name: bytes, pkt: bytes, face: Face | None) -> bool:
+        """Send Data pkt to every face waiting for exactly name; False if none was."""
+        return self.fwd.satisfy(name, pkt, face)
+
+    def send_to_board(self, board: str, pkt: bytes) -> bool:
+        """Send pkt on the face of the board registered as board; False when it is down."""
+        b = self.boards.get(board)
+        if b is None or b.down or not b.face.up:
+            return False
+        b.face.send_packet(pkt)
+        return True
+
+    def waiting_faces(self, name: bytes) -> list[int]:
+        """The ids of the faces whose Interest for exactly name is pending."""
+        entry = self.fwd.pit.get(bytes(name))
+        return list(entry.in_faces) if entry is not None else []
 
     def topic_stats(self) -> dict[bytes, TopicStats]:
         """Per-topic figures (count, rate, last value), by topic URI, for the most recently

@@ -134,7 +134,7 @@ def test_wheel_outside_the_checkout_runs_simulated_boards(tmp_path: Path) -> Non
         assert sub.returncode == 0, sub.stderr
         rec = json.loads(sub.stdout)
         assert rec["topic"] == "/pubmote/demo/sim2/temperature"
-        assert set(rec["payload"]) == {"seq", "t_ms", "celsius"}
+        assert set(rec["payload"]) == {"seq", "t_ms", "taken_ms", "celsius"}
         sub = subprocess.run([str(venv_bin / "pubmote"), "sub", url, "/pubmote/demo/sim1/",
                               "--count", "1"], cwd=away, env=env,
                              capture_output=True, text=True, timeout=120)

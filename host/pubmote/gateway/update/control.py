@@ -125,9 +125,9 @@ class ControlServer:
     def status(self) -> dict[str, Any]:
         ups = self.producer.updates
         boards = []
-        for name in sorted(set(self.hub.boards) | set(ups), key=natural):
-            b = self.hub.boards.get(name)
-            row: dict[str, Any] = {"board": name, "up": b is not None and not b.down}
+        for name in sorted(set(self.hub.board_names()) | set(ups), key=natural):
+            b = self.hub.board(name)
+            row: dict[str, Any] = {"board": name, "up": b is not None and b.up}
             u = ups.get(name)
             row.update(u.view() if u is not None else {"state": "-"})
             boards.append(row)
@@ -138,12 +138,12 @@ class ControlServer:
         """Start the roll-out a request asks for; the reason when it cannot be."""
         if self._task is not None and not self._task.done():
             return "an update is running (pubmote update --status shows it)"
-        known = sorted(self.hub.boards, key=natural)
+        known = sorted(self.hub.board_names(), key=natural)
         boards = known if req.get("all") else list(req.get("boards") or [])
         if not boards:
             return ("no boards are registered with the bridge" if req.get("all")
                     else "no boards to update (name them, or --all)")
-        unknown = [b for b in boards if b not in self.hub.boards]
+        unknown = [b for b in boards if b not in known]
         if unknown:
             return "unknown board%s %s (the bridge knows %s)" % (
                 "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(known) or "none")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -87,10 +88,10 @@ class UpdateProducer:
         self.tracer: Any = None
         self.updates: dict[str, BoardUpdate] = {}
         self.on_change = on_change
-        hub.fwd.add_route(PREFIX, self)
+        hub.add_route(PREFIX, self)
 
     def close(self) -> None:
-        self.hub.fwd.remove_route(PREFIX, self)
+        self.hub.remove_route(PREFIX, self)
 
     def bad_frames(self) -> int:
         return 0
@@ -105,13 +106,9 @@ class UpdateProducer:
     def trigger(self, u: BoardUpdate) -> bool:
         """Tell the board to fetch its update (an Interest on its face); False when it is
         not connected."""
-        b = self.hub.boards.get(u.board)
-        if b is None or b.down:
-            return False
         nm = TRIGGER + ndn_name.generic(u.package.version.encode())
-        b.face.send_packet(ndn_interest.encode(nm, nonce=int.from_bytes(
-            __import__("os").urandom(4), "big"), lifetime_ms=1000))
-        return True
+        return bool(self.hub.send_to_board(u.board, ndn_interest.encode(
+            nm, nonce=int.from_bytes(os.urandom(4), "big"), lifetime_ms=1000)))
 
     def send_packet(self, pkt: bytes) -> None:
         """An Interest the hub forwards here; answered on the next loop turn."""
@@ -157,9 +154,8 @@ class UpdateProducer:
 
     def _from_board(self, nm: bytes, board: str) -> bool:
         """Whether the Interest nm came from the face the board registered on."""
-        b = self.hub.boards.get(board)
-        entry = self.hub.fwd.pit.get(nm)
-        return b is not None and entry is not None and b.face.face_id in entry.in_faces
+        b = self.hub.board(board)
+        return b is not None and b.face_id in self.hub.waiting_faces(nm)
 
     def _report(self, board: str, ver: str, state: str, why: str,
                 u: BoardUpdate | None) -> None:
@@ -183,4 +179,4 @@ class UpdateProducer:
         pkt = ndn_data.encode(nm, content, freshness_ms=0, signer=signer,
                               final_block_id=ndn_name.segment(final) if final is not None
                               else None)
-        self.hub.fwd.satisfy(nm, pkt, self)
+        self.hub.satisfy(nm, pkt, self)
