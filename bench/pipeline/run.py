@@ -21,7 +21,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from pubmote.boards.cable import end_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -223,13 +224,7 @@ class Server:
             time.sleep(0.1)
 
     def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        end_process(self.p, grace_s=60)  # SIGTERM, SIGKILL a minute later
 
 
 def where_the_time_goes(r: dict[str, Any]) -> str:

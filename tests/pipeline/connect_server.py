@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from e2e import free_port
+from pubmote.boards.cable import end_process
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 READY_S = 300.0  # a JVM's start on 2 busy cores
@@ -54,11 +55,5 @@ class ConnectServer:
 
     def stop(self) -> int | None:
         """SIGTERM (a service stopped), else SIGKILL after a minute; its exit status."""
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        end_process(self.p, grace_s=60)  # SIGTERM, SIGKILL a minute later
         return self.p.returncode

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pubmote.boards.cable import end_process
+
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 
 
@@ -40,13 +42,7 @@ class PipelineJob:
         self.p.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+        end_process(self.p, grace_s=60)  # SIGTERM, SIGKILL a minute later
 
 
 def committed_batches(ckpt: Path, what: str) -> int:
