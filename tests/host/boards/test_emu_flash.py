@@ -5,41 +5,14 @@ that mounts, with every write the firmware finished. Four emulator boots in all.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from pubmote.boards import fwbuild
+from emu_boot import BUILD_WAIT_S, boot, cut_power_after
 from pubmote.boards.emu import make_fs_image, runner_cmd
-
-# waits for the cached firmware, or builds it (minutes on a loaded machine)
-BUILD_WAIT_S = 900
-BOOT_S = 120  # one boot to a REPL line's answer: about a second of CPU, generous on a busy box
-# the marker is typed as 'DO'+'NE' so that the REPL's echo of the line does not hold it
-DONE = "DONE"
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    fwbuild.build("pico", progress=lambda line: None)
-
-
-def boot(tmp: Path, line: str, *, name: str, fs: Path | None = None,
-         flash_in: Path | None = None, flash_out: Path | None = None) -> str:
-    """One boot: `line` typed at the REPL, the USB output up to the DONE it prints."""
-    usb = tmp / (name + ".usb")
-    cmd = runner_cmd(fs, usb_log=usb, fast=True, exit_on=DONE, timeout_s=BOOT_S,
-                     flash_in=flash_in, flash_out=flash_out, repl=line)
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=BOOT_S + 30)
-    out = usb.read_text(errors="replace") if usb.exists() else ""
-    assert p.returncode == 0, (p.returncode, p.stderr, out)
-    return out
 
 
 @pytest.mark.timeout(BUILD_WAIT_S)
@@ -100,26 +73,7 @@ def test_power_cut_mid_write_leaves_a_mountable_filesystem(built: None,
     chip = tmp_path / "chip.flash"
     fs = make_fs_image({"/w.py": WRITER, "/check.py": CHECKER, "/keep.txt": b"K" * 5000},
                        tmp_path / "fs.lfs")
-    usb = tmp_path / "writer.usb"
-    cmd = runner_cmd(fs, usb_log=usb, fast=True, timeout_s=BOOT_S, flash_out=chip,
-                     repl="exec(open('/w.py').read())")
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + BOOT_S
-        done = -1
-        while done < CUT_AFTER and time.monotonic() < deadline and p.poll() is None:
-            text = usb.read_text(errors="replace") if usb.exists() else ""
-            done = max([int(n) for n in re.findall(r"^W (\d+)\r?$", text, re.M)] or [-1])
-            time.sleep(0.05)
-        assert done >= CUT_AFTER, (p.poll(), usb.read_text(errors="replace")[-2000:])
-        os.kill(p.pid, signal.SIGKILL)  # the power cut, while the loop keeps writing
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-    assert p.returncode == -signal.SIGKILL
-    text = usb.read_text(errors="replace")
-    done = max(int(n) for n in re.findall(r"^W (\d+)\r?$", text, re.M))
+    done = cut_power_after(tmp_path, fs, chip, "exec(open('/w.py').read())", CUT_AFTER)
     out = boot(tmp_path, "exec(open('/check.py').read())", name="after",
                flash_in=chip, flash_out=chip)
     m = re.search(r"CHECK (\d+) (-?\d+) (\w+) (\w+) DONE", out)

@@ -5,43 +5,16 @@ in the middle of appends loses at most the record being written. Three emulator 
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from pubmote.boards import fwbuild
-from pubmote.boards.emu import make_fs_image, runner_cmd
-
-BUILD_WAIT_S = 900  # the cached firmware, or a build of it (minutes on a loaded machine)
-BOOT_S = 120
-# the marker is typed as 'DO'+'NE' so that the REPL's echo of the line does not hold it
-DONE = "DONE"
+from emu_boot import BUILD_WAIT_S, boot, cut_power_after
+from pubmote.boards.emu import make_fs_image
 
 REPLAY = ("from pubmote_node.outlog import OutLog;l=OutLog('/outbox');"
           "print('GOT',[int(f[1]) for f in l.replay()],'DO'+'NE')")
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    fwbuild.build("pico", progress=lambda line: None)
-
-
-def boot(tmp: Path, line: str, *, name: str, fs: Path | None = None,
-         flash_in: Path | None = None, flash_out: Path | None = None) -> str:
-    """One boot: `line` typed at the REPL, the USB output up to the DONE it prints."""
-    usb = tmp / (name + ".usb")
-    cmd = runner_cmd(fs, usb_log=usb, fast=True, exit_on=DONE, timeout_s=BOOT_S,
-                     flash_in=flash_in, flash_out=flash_out, repl=line)
-    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                       timeout=BOOT_S + 30)
-    out = usb.read_text(errors="replace") if usb.exists() else ""
-    assert p.returncode == 0, (p.returncode, p.stderr, out)
-    return out
 
 
 def got(out: str) -> list[int]:
@@ -85,26 +58,7 @@ def test_a_power_cut_mid_append_loses_at_most_that_record(built: None,
                                                           tmp_path: Path) -> None:
     chip = tmp_path / "chip.flash"
     fs = make_fs_image({"/w.py": WRITER}, tmp_path / "fs.lfs")
-    usb = tmp_path / "writer.usb"
-    cmd = runner_cmd(fs, usb_log=usb, fast=True, timeout_s=BOOT_S, flash_out=chip,
-                     repl="exec(open('/w.py').read())")
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + BOOT_S
-        done = -1
-        while done < CUT_AFTER and time.monotonic() < deadline and p.poll() is None:
-            text = usb.read_text(errors="replace") if usb.exists() else ""
-            done = max([int(n) for n in re.findall(r"^W (\d+)\r?$", text, re.M)] or [-1])
-            time.sleep(0.05)
-        assert done >= CUT_AFTER, (p.poll(), usb.read_text(errors="replace")[-2000:])
-        os.kill(p.pid, signal.SIGKILL)  # the power cut, while the loop keeps appending
-    finally:
-        if p.poll() is None:
-            p.kill()
-        p.wait()
-    assert p.returncode == -signal.SIGKILL
-    text = usb.read_text(errors="replace")
-    done = max(int(n) for n in re.findall(r"^W (\d+)\r?$", text, re.M))
+    done = cut_power_after(tmp_path, fs, chip, "exec(open('/w.py').read())", CUT_AFTER)
     out = boot(tmp_path, REPLAY.replace("int(f[1])", "int(f[1][:-40])"), name="after",
                flash_in=chip, flash_out=chip)
     seqs = got(out)
