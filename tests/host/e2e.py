@@ -9,7 +9,9 @@ import fcntl
 import os
 import random
 import shutil
+import signal
 import socket
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -159,6 +161,35 @@ class Publisher:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class BridgeProcess:
+    """`pubmote bridge` in a process of its own on one board's serial line (SP PUB and SUB
+    on free loopback ports, anonymous boards allowed), for a test that stops it and starts
+    it again: an outage, a crash."""
+
+    def __init__(self, serial: str, *extra: str) -> None:
+        self.sp_pub = "tcp://127.0.0.1:%d" % free_port()
+        self.sp_sub = "tcp://127.0.0.1:%d" % free_port()
+        self.args = [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view",
+                     "--serial", serial, "--sp-pub", self.sp_pub, "--sp-sub", self.sp_sub,
+                     "--allow-anonymous-boards", *extra]
+        self.proc: asyncio.subprocess.Process | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def start(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(*self.args,
+                                                         stderr=asyncio.subprocess.DEVNULL)
+
+    async def stop(self, sig: int = signal.SIGTERM) -> None:
+        """sig (SIGTERM: stopped; SIGKILL: crashed), then reaped; nothing if not running."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(sig)
+            await self.proc.wait()
 
 
 async def probe_ctl(bridge_pub: Publisher, col: Collector, board: str, cmd: bytes,

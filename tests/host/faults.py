@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
 import signal
 import socket
@@ -23,6 +22,7 @@ from measure import Bound, Measure
 
 from e2e import (
     APPS,
+    BridgeProcess,
     Collector,
     Publisher,
     boards_registered,
@@ -237,32 +237,23 @@ async def bridge_killed_and_restarted(tmp: Path, *, after: int = 20,
     the restart). The recovery: from the restart to the first message after it."""
     m = measure or Measure()
     exe = str(Path(sys.executable).parent / "pubmote")
-    sp_pub = "tcp://127.0.0.1:%d" % free_port()
-    sp_sub = "tcp://127.0.0.1:%d" % free_port()
     sim = await asyncio.create_subprocess_exec(
         exe, "sim", "--boards", "1", "--dir", str(tmp), "--app", "probe_app",
         "--app-dir", str(APPS), "--app-config", '{"seq_period_ms": 50}', "--no-keys",
         stdout=asyncio.subprocess.PIPE)
-    bridge_args = [exe, "bridge", "--no-view", "--serial", str(tmp / "sim1.tty"),
-                   "--sp-pub", sp_pub, "--sp-sub", sp_sub, "--allow-anonymous-boards"]
-
-    async def start_bridge() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(*bridge_args,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-
-    bridge = await start_bridge()
-    col = Collector(sp_pub, b"/test/sim1/")
-    pub = Publisher(sp_sub)
+    bridge = BridgeProcess(str(tmp / "sim1.tty"))
+    await bridge.start()
+    col = Collector(bridge.sp_pub, b"/test/sim1/")
+    pub = Publisher(bridge.sp_sub)
     try:
         await col.wait_for(b"/test/sim1/seq|", 20, timeout_s=30)
         m.watch(bridge.pid)
         m.before()
         m.sample()
-        os.kill(bridge.pid, signal.SIGKILL)
-        await bridge.wait()
+        await bridge.stop(signal.SIGKILL)
         at_kill = len(col.with_prefix(b"/test/sim1/seq|"))
         await asyncio.sleep(1.0)
-        bridge = await start_bridge()
+        await bridge.start()
         t0 = time.monotonic()
         m.watch(bridge.pid)
         await col.wait_for(b"/test/sim1/seq|", at_kill + 1, timeout_s=30)
@@ -273,10 +264,10 @@ async def bridge_killed_and_restarted(tmp: Path, *, after: int = 20,
     finally:
         col.close()
         pub.close()
-        for p in (bridge, sim):
-            if p.returncode is None:
-                p.terminate()
-                await p.wait()
+        await bridge.stop()
+        if sim.returncode is None:
+            sim.terminate()
+            await sim.wait()
     received = _seqs(col.with_prefix(b"/test/sim1/seq|"))
     sent = int(report["sent"])  # type: ignore[call-overload]
     failed = set(report["failed"])  # type: ignore[call-overload]

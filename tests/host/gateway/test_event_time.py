@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import cbor2
 import pytest
 
-from e2e import Collector, boards_registered, bridge_with_boards, free_port
+from e2e import BridgeProcess, Collector, boards_registered, bridge_with_boards, free_port
 from pubmote.core.hub import Hub
 from pubmote_wire import interest, name, notify
 
@@ -112,38 +111,28 @@ DEMO = b"/pubmote/demo/sim1/temperature|"
 
 
 async def _outage(tmp: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
-    exe = [sys.executable, "-m", "pubmote"]
-    sp_pub = "tcp://127.0.0.1:%d" % free_port()
     sim = await asyncio.create_subprocess_exec(
-        *exe, "sim", "--boards", "1", "--dir", str(tmp), "--period-ms", str(PERIOD_MS),
-        "--no-keys", stdout=asyncio.subprocess.DEVNULL)
-    bridge_args = [*exe, "bridge", "--no-view", "--serial", str(tmp / "sim1.tty"),
-                   "--sp-pub", sp_pub, "--sp-sub", "tcp://127.0.0.1:%d" % free_port(),
-                   "--allow-anonymous-boards", "--journal", str(tmp / "journal"),
-                   "--journal-max-age", "1"]
-
-    async def start_bridge() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(*bridge_args,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-
-    bridge = await start_bridge()
-    col = Collector(sp_pub, DEMO)
+        sys.executable, "-m", "pubmote", "sim", "--boards", "1", "--dir", str(tmp),
+        "--period-ms", str(PERIOD_MS), "--no-keys", stdout=asyncio.subprocess.DEVNULL)
+    bridge = BridgeProcess(str(tmp / "sim1.tty"), "--journal", str(tmp / "journal"),
+                           "--journal-max-age", "1")
+    await bridge.start()
+    col = Collector(bridge.sp_pub, DEMO)
     try:
         await col.wait_for(DEMO, 10, timeout_s=60)
-        bridge.send_signal(signal.SIGTERM)
-        await bridge.wait()
+        await bridge.stop()
         await asyncio.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
         t_restart = time.time() * 1000
-        bridge = await start_bridge()
+        await bridge.start()
         have = len(col.with_prefix(DEMO))
         want = have + int(OUTAGE_S * 1000 / PERIOD_MS) + 25  # and 5 s of fresh ones
         await col.wait_for(DEMO, want, timeout_s=60)
     finally:
         col.close()
-        for p in (bridge, sim):
-            if p.returncode is None:
-                p.terminate()
-                await p.wait()
+        await bridge.stop()
+        if sim.returncode is None:
+            sim.terminate()
+            await sim.wait()
     readings = [cbor2.loads(x[len(DEMO):]) for x in col.with_prefix(DEMO)]
     journal = _relayed(journal_records(tmp / "journal"), DEMO[:-1].decode())
     return readings, journal, t_restart

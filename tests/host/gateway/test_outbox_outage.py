@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import signal
 import sys
 import time
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import cbor2
 import pytest
 
-from e2e import Collector, Publisher, free_port
+from e2e import BridgeProcess, Collector, Publisher
 
 PERIOD_MS = 200
 OUTAGE_S = 5.0
@@ -33,30 +32,21 @@ def _readings(lines: list[bytes]) -> list[dict[str, float]]:
 
 async def _outage(tmp: Path, outbox_len: int = 64) -> dict[str, Any]:
     exe = str(Path(sys.executable).parent / "pubmote")
-    sp_pub = "tcp://127.0.0.1:%d" % free_port()
-    sp_sub = "tcp://127.0.0.1:%d" % free_port()
     sim = await asyncio.create_subprocess_exec(
         exe, "sim", "--boards", "1", "--dir", str(tmp), "--period-ms", str(PERIOD_MS),
         "--app-config", json.dumps({"outbox_len": outbox_len}),
         "--no-keys", stdout=asyncio.subprocess.DEVNULL)
-    bridge_args = [exe, "bridge", "--no-view", "--serial", str(tmp / "sim1.tty"),
-                   "--sp-pub", sp_pub, "--sp-sub", sp_sub, "--allow-anonymous-boards"]
-
-    async def start_bridge() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(*bridge_args,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-
-    bridge = await start_bridge()
-    col = Collector(sp_pub, TOPIC, STATS)
-    pub = Publisher(sp_sub)
+    bridge = BridgeProcess(str(tmp / "sim1.tty"))
+    await bridge.start()
+    col = Collector(bridge.sp_pub, TOPIC, STATS)
+    pub = Publisher(bridge.sp_sub)
     try:
         await col.wait_for(TOPIC, 10, timeout_s=60)
-        bridge.send_signal(signal.SIGTERM)
-        await bridge.wait()
+        await bridge.stop()
         at_stop = len(col.with_prefix(TOPIC))
         t_stop = time.monotonic()
         await asyncio.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
-        bridge = await start_bridge()
+        await bridge.start()
         t_start = time.monotonic()
         # the board took a reading every period during the outage: all of them arrive
         # (those its outbox holds), and a few fresh ones after them
@@ -72,10 +62,10 @@ async def _outage(tmp: Path, outbox_len: int = 64) -> dict[str, Any]:
     finally:
         col.close()
         pub.close()
-        for p in (bridge, sim):
-            if p.returncode is None:
-                p.terminate()
-                await p.wait()
+        await bridge.stop()
+        if sim.returncode is None:
+            sim.terminate()
+            await sim.wait()
     readings = _readings(col.with_prefix(TOPIC))
     seqs: list[int] = []
     for r in readings:  # first arrivals (a retry after a lost ack may repeat one)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import cbor2
 import pytest
 
-from e2e import Collector, free_port
+from e2e import BridgeProcess, Collector
 from pubmote.boards import fwbuild
 from pubmote.boards.emu import PicoBoard
 from pubmote.boards.sim import SimBoard
@@ -49,8 +47,6 @@ def _boots(lines: list[bytes]) -> tuple[list[list[int]], bool]:
 
 
 async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
-    sp_pub = "tcp://127.0.0.1:%d" % free_port()
-    sp_sub = "tcp://127.0.0.1:%d" % free_port()
     period_ms, outage_s = PERIOD_MS[kind], OUTAGE_S[kind]
     if kind == "pico":
         board: SimBoard = PicoBoard("sim1", tmp, period_ms=period_ms,
@@ -58,20 +54,12 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
     else:
         board = SimBoard("sim1", tmp, period_ms=period_ms, extra={"outbox_dir": "outbox"})
     board.start()
-    exe = str(Path(sys.executable).parent / "pubmote")
-    bridge_args = [exe, "bridge", "--no-view", "--serial", board.port, "--sp-pub", sp_pub,
-                   "--sp-sub", sp_sub, "--allow-anonymous-boards"]
-
-    async def start_bridge() -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(*bridge_args,
-                                                    stderr=asyncio.subprocess.DEVNULL)
-
-    bridge = await start_bridge()
-    col = Collector(sp_pub, TOPIC)
+    bridge = BridgeProcess(board.port)
+    await bridge.start()
+    col = Collector(bridge.sp_pub, TOPIC)
     try:
         await col.wait_for(TOPIC, 10, timeout_s=180)
-        bridge.send_signal(signal.SIGTERM)
-        await bridge.wait()
+        await bridge.stop()
         before = len(_boots(col.with_prefix(TOPIC))[0][0])
         await asyncio.sleep(outage_s)  # the board takes its readings, the bridge away
         board.power_off()
@@ -85,14 +73,12 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
         board.start()
         await asyncio.sleep(outage_s)
         assert board.crashed() is None, board.crashed()
-        bridge = await start_bridge()
+        await bridge.start()
         # the second boot's readings in the outage (fewer: it booted first), and a few more
         await wait_second_boot(col, int(0.5 * outage_s * 1000 / period_ms) + 5)
     finally:
         col.close()
-        if bridge.returncode is None:
-            bridge.terminate()
-            await bridge.wait()
+        await bridge.stop()
         board.stop()
     boots, in_order = _boots(col.with_prefix(TOPIC))
     return {"boots": boots, "in_order": in_order, "left": left, "before": before,
