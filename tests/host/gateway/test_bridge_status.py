@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from pubmote_wire import sp
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
@@ -106,22 +108,34 @@ def test_start_up_line_lists_every_listener_and_the_status_line_every_part(
                 p.wait()
 
 
-def test_a_crashed_simulated_board_says_why_and_its_log_is_kept(tmp_path: Path) -> None:
+# what each kind of simulated board shows of the crash: the unix port's traceback in its
+# log; the real rp2 firmware in the emulator, where the app's exception ends main.py and
+# the board sits at its REPL (the emulator runs on), which is a crash too
+CRASH_LOGS = {"unix": "sensor on fire",
+              "pico": 'File "/lib/crashy.py", line 2, in main'}
+
+
+@pytest.mark.parametrize("kind", sorted(CRASH_LOGS))
+def test_a_crashed_simulated_board_says_why_and_its_log_is_kept(tmp_path: Path,
+                                                                kind: str) -> None:
+    if kind == "pico":
+        from pubmote.boards import fwbuild
+
+        fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
     apps = tmp_path / "apps"
     apps.mkdir()
     (apps / "crashy.py").write_text(CRASHY)
     log = tmp_path / "bridge.log"
     with open(log, "wb") as out:
         p = subprocess.Popen([PUBMOTE, "bridge", "--no-view", "--sim-boards", "1",
-                              "--sim-app", "crashy", "--sim-app-dir", str(apps),
-                              "--status-every", "0.5", "--sp-pub", "none", "--sp-sub", "none"],
-                             stdout=out, stderr=subprocess.STDOUT)
+                              "--sim-kind", kind, "--sim-app", "crashy", "--sim-app-dir",
+                              str(apps), "--status-every", "0.5", "--sp-pub", "none",
+                              "--sp-sub", "none"], stdout=out, stderr=subprocess.STDOUT)
     kept = None
     try:
-        status = _wait(log, r"status: .*")[0]
-        status = _wait(log, r"status: .*crashed.*")[0]
+        status = _wait(log, r"status: .*crashed.*", 90)[0]
         assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire)" in status
-        assert "not registered" not in status
+        assert "not registered" not in status and "boards up 0" in status
         # said as it is seen, with where the log is (the view's last warnings show it)
         _wait(log, r"WARNING simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
                    r"its log: \S+/sim1\.log \(kept when the bridge stops\)")
@@ -129,42 +143,7 @@ def test_a_crashed_simulated_board_says_why_and_its_log_is_kept(tmp_path: Path) 
         m = _wait(log, r"simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
                        r"its log, kept: (\S+)")
         kept = Path(m[1])
-        assert "sensor on fire" in kept.read_text()  # after the temporary folder went
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-        if kept is not None:
-            kept.unlink(missing_ok=True)
-
-
-def test_a_crashed_emulated_pico_says_why_and_its_log_is_kept(tmp_path: Path) -> None:
-    """The same with the real rp2 firmware in the emulator: the app's exception ends
-    main.py and the board sits at its REPL (the emulator runs on), which is a crash too."""
-    from pubmote.boards import fwbuild
-
-    fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
-    apps = tmp_path / "apps"
-    apps.mkdir()
-    (apps / "crashy.py").write_text(CRASHY)
-    log = tmp_path / "bridge.log"
-    with open(log, "wb") as out:
-        p = subprocess.Popen([PUBMOTE, "bridge", "--no-view", "--sim-boards", "1",
-                              "--sim-kind", "pico", "--sim-app", "crashy", "--sim-app-dir",
-                              str(apps), "--status-every", "0.5", "--sp-pub", "none",
-                              "--sp-sub", "none"], stdout=out, stderr=subprocess.STDOUT)
-    kept = None
-    try:
-        status = _wait(log, r"status: .*crashed.*", 90)[0]
-        assert "down: serial:sim1.tty (crashed: RuntimeError: sensor on fire)" in status
-        assert "boards up 0" in status
-        _wait(log, r"WARNING simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
-                   r"its log: \S+/sim1\.log \(kept when the bridge stops\)")
-        assert _stop(p) == 130
-        m = _wait(log, r"simulated board sim1 crashed \(RuntimeError: sensor on fire\); "
-                       r"its log, kept: (\S+)")
-        kept = Path(m[1])
-        assert 'File "/lib/crashy.py", line 2, in main' in kept.read_text()
+        assert CRASH_LOGS[kind] in kept.read_text()  # after the temporary folder went
     finally:
         if p.poll() is None:
             p.kill()
