@@ -48,7 +48,8 @@ def pico_runner() -> Path:
 
 def checkout() -> Path | None:
     """The source checkout pubmote runs from (an editable install), else None."""
-    root = firmware_dir().parent
+    # resolved: a package linked into place (a symlink on the path) still names its checkout
+    root = firmware_dir().resolve().parent
     return root if (root / "pyproject.toml").is_file() and (root / "host").is_dir() else None
 
 
