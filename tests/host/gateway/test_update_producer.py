@@ -94,3 +94,12 @@ def test_the_producer_serves_a_board_its_update() -> None:
         await hub.close()
 
     asyncio.run(run())
+
+
+def test_every_package_of_the_same_app_has_its_own_version() -> None:
+    # the same folder sent again at once (a retry, a second roll-out) is a new update: the
+    # board refuses one whose version it already runs or keeps as its previous app
+    files = [("app.py", b"print(1)\n")]
+    versions = {AppPackage(files, "app").version for _ in range(1000)}
+    assert len(versions) == 1000
+    assert all(v.startswith(AppPackage(files, "app").sha[:8]) for v in versions)

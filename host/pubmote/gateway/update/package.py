@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,10 @@ class AppPackage:
         self.config["app"] = app
         self.blob = b"".join(data for _, data in self.files)
         self.sha = hashlib.sha256(self.blob).hexdigest()
-        # unique per roll-out: a board never stages over the folder it runs from
-        self.version = "%s%04x" % (self.sha[:8], int(time.time() * 10) & 0xFFFF)
+        # unique per roll-out (a board never stages over the folder it runs from, nor
+        # refuses the same app sent again): 32 random bits, not a clock, which two roll-outs
+        # within one tick or a wrapped counter would share
+        self.version = self.sha[:8] + os.urandom(4).hex()
 
     @property
     def segments(self) -> int:
