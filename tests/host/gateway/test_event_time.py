@@ -120,7 +120,10 @@ DEMO = b"/pubmote/demo/sim1/temperature|"
 async def _outage(tmp: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]], float]:
     sim = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pubmote", "sim", "--boards", "1", "--dir", str(tmp),
-        "--period-ms", str(PERIOD_MS), "--no-keys", stdout=asyncio.subprocess.DEVNULL)
+        "--period-ms", str(PERIOD_MS), "--no-keys",
+        # room for the whole outage however long a loaded machine stretches the restart
+        "--app-config", json.dumps({"outbox_len": 512, "outbox_bytes": 65536}),
+        stdout=asyncio.subprocess.DEVNULL)
     bridge = BridgeProcess(str(tmp / "sim1.tty"), "--journal", str(tmp / "journal"),
                            "--journal-max-age", "1")
     await bridge.start()
