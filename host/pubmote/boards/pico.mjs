@@ -13,6 +13,9 @@
 // FILE, every erase and program written through before the firmware sees it done, so a
 // board killed at any moment (a power cut) boots again from FILE with --flash-in FILE.
 //
+// The runner exits with status 75 when the firmware resets the chip (machine.reset(): the
+// watchdog), for its supervisor to start it again from --flash-out.
+//
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
 //          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
@@ -91,6 +94,46 @@ Object.defineProperty(adcValues, 4, {
   },
   set() {},
 });
+// Core 1 is not emulated (rp2040js runs core 0 only), and its inter-core FIFO reads as
+// always full of 0xffffffff, so MicroPython's _thread (which launches core 1) spun forever
+// in the pico-sdk's launch handshake: a board that starts a thread (the update's trial
+// watchdog) hung. Core 1's boot ROM side of the handshake is answered here: a 0 once it
+// leaves reset, then every word sent echoed back, so the launch returns; what it launches
+// never runs (a thread on an emulated Pico does not run, its caller goes on).
+const SIO_FIFO_ST = 0x50;
+const SIO_FIFO_WR = 0x54;
+const SIO_FIFO_RD = 0x58;
+const PSM_FRCE_OFF = 0x04;
+const PROC1 = 1 << 16;
+const fromCore1 = [];
+const sioRead = rp2040.sio.readUint32.bind(rp2040.sio);
+const sioWrite = rp2040.sio.writeUint32.bind(rp2040.sio);
+rp2040.sio.readUint32 = (offset) => {
+  if (offset === SIO_FIFO_ST) return (fromCore1.length ? 1 : 0) | 2; // VLD, RDY
+  if (offset === SIO_FIFO_RD) return fromCore1.length ? fromCore1.shift() : 0;
+  return sioRead(offset);
+};
+rp2040.sio.writeUint32 = (offset, value) => {
+  if (offset === SIO_FIFO_WR) {
+    if (fromCore1.length < 8) fromCore1.push(value >>> 0);
+  } else if (offset !== SIO_FIFO_ST) sioWrite(offset, value);
+};
+const psm = rp2040.peripherals[0x40010];
+const psmWrite = psm.writeUint32.bind(psm);
+psm.writeUint32 = (offset, value) => {
+  const wasOff = offset === PSM_FRCE_OFF && psm.frceOff & PROC1;
+  psmWrite(offset, value);
+  if (wasOff && !(psm.frceOff & PROC1)) {
+    fromCore1.length = 0;
+    fromCore1.push(0);
+  }
+};
+// machine.reset() (the watchdog's trigger, or its timer running out): rp2040js has no chip
+// reset, so the runner ends with status 75 (what the unix port's board exits with to be
+// rebooted: sim.REBOOT_STATUS), every flash write already in --flash-out; its supervisor
+// starts it again from that image, on the same UART line.
+const REBOOT_STATUS = 75;
+rp2040.peripherals[0x40058].onWatchdogTrigger = () => finish(REBOOT_STATUS);
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
 function placeImage(path, offset, what, after) {
   let img;
