@@ -7,6 +7,7 @@
 import asyncio
 import json
 import os
+import time
 
 from pubmote_wire import name
 from pubmote_wire.compat import const
@@ -15,7 +16,14 @@ from . import appslot, upreport
 
 _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
-_FLUSH_EVERY = const(8)  # segments written between commits of the file being written
+_SEG_TIMEOUT_MS = const(4000)
+# segments between heap samples: each collects the heap first (14 ms on a Pico, while its
+# link's bytes wait)
+_SAMPLE_EVERY = const(8)
+# segments written between commits of the file being written (what a resume keeps after a
+# power cut); on littlefs the next append after a commit copies the file's last block to a
+# fresh one (an erase: 45 ms on a Pico, the link waiting), so not often
+_FLUSH_EVERY = const(16)
 _running = []
 _heap = [0, 0]  # heap allocated before the updater was loaded, and the most seen since
 
@@ -33,7 +41,7 @@ def start(node, trigger, base=0):
 
 def _sample():
     # the heap the updater holds, live (collected first: a window of segments, the writer,
-    # the hash), after each window of segments
+    # the hash), every few segments
     import gc
 
     if hasattr(gc, "mem_alloc"):
@@ -83,23 +91,7 @@ async def _update(node, ver):
     out = _Writer(stage, man["files"])
     # a transfer cut short (a reset, a power cut) goes on after the bytes it left
     off = out.resume(h)
-    n = man["n"]
-    seg = man["seg"]
-    size = man["size"]
-    for first in range(off // seg, n, _WINDOW):
-        idx = range(first, min(first + _WINDOW, n))
-        got = await asyncio.gather(*[_segment(node, ver, i) for i in idx])
-        for k in range(len(got)):
-            i, d = first + k, got[k]
-            want = min(seg, size - i * seg)
-            if d is None or d.content is None or len(d.content) != want:
-                raise OSError("segment %d not fetched whole" % i)
-            c = memoryview(bytes(d.content))
-            if i * seg < off:
-                c = c[off - i * seg :]
-            h.update(c)
-            out.write(c)
-        _sample()
+    ms = await _fetch(node, ver, man, off, h, out)
     out.close()
     from binascii import hexlify
 
@@ -115,9 +107,58 @@ async def _update(node, ver):
                    "trial": {"v": ver, "timeout_s": man.get("timeout_s", 60),
                              "grace_s": man.get("grace_s", 5), "booted": 0}})
     _sample()
-    # the updater's heap, above what the board held before it was loaded, to the bridge
-    await upreport.send(node, ver, "staged", "heap +%d B" % (_heap[1] - _heap[0]), 2)
+    # the updater's heap, above what the board held before it was loaded, and the transfer
+    # on the board's clock, to the bridge
+    await upreport.send(node, ver, "staged", "heap +%d B; %d B in %d ms" % (
+        _heap[1] - _heap[0], man["size"] - off, ms), 2)
     appslot.reboot()
+
+
+async def _fetch(node, ver, man, off, h, out):
+    # a sliding window: the next segment's Interest leaves as soon as one is taken, so the
+    # link stays busy while the board checks and writes (a batch of 4 left it idle for the
+    # round trip and the writes: half the line's rate over a UART)
+    # Returns the transfer's time in ms on the board's clock: from the first segment's
+    # Interest to the last segment written.
+    n, seg, size = man["n"], man["seg"], man["size"]
+    t0 = _ms()
+    win = []
+    nxt = off // seg
+    try:
+        for i in range(off // seg, n):
+            while nxt < n and len(win) < _WINDOW:
+                win.append(asyncio.create_task(_segment(node, ver, nxt)))
+                nxt += 1
+            d = await win.pop(0)
+            want = min(seg, size - i * seg)
+            if d is None or d.content is None or len(d.content) != want:
+                raise OSError("segment %d not fetched whole" % i)
+            c = memoryview(bytes(d.content))
+            d = None
+            if i * seg < off:
+                c = c[off - i * seg :]
+            h.update(c)
+            out.write(c)
+            if not (i + 1) % _SAMPLE_EVERY:
+                _sample()
+    finally:
+        for t in win:  # what a failure left in flight
+            t.cancel()
+    return _since(t0)
+
+
+def _ms():
+    try:
+        return time.ticks_ms()
+    except AttributeError:  # CPython
+        return int(time.monotonic() * 1000)
+
+
+def _since(t0):
+    try:
+        return time.ticks_diff(time.ticks_ms(), t0)
+    except AttributeError:
+        return int(time.monotonic() * 1000) - t0
 
 
 async def _segment(node, ver, i):
@@ -125,7 +166,9 @@ async def _segment(node, ver, i):
 
     nm = upreport.update_name(node, ver, "s", i)
     for _ in range(_TRIES):
-        p = await upreport.fetch(node, nm, 1)
+        # the window's last segment waits behind the others on a slow link (4 x 0.8 kB:
+        # 0.3 s at 115200 baud, more while the board writes its flash)
+        p = await upreport.fetch(node, nm, 1, max(node.timeout_ms, _SEG_TIMEOUT_MS))
         if p is not None and verify_data(p[1], p[2]):  # its DigestSha256
             return p[1]
     return None
