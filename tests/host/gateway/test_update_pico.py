@@ -1,11 +1,12 @@
-"""`pubmote update` on an emulated Pico (the real rp2 firmware, pubmote frozen in, rp2040js;
-its UART0 at 115200 baud on a pty to the bridge; its flash chip kept in a file across its
-resets, as `pubmote bridge --sim-kind pico` runs it): a good app ends healthy and runs; one
-that raises at import and one that never registers roll back by themselves, the board back
-on its demo app; a power cut mid-transfer leaves it booting a whole app, and the update,
-called again, ends healthy. The board's machine.reset() ends its emulator with status 75 and
-the fleet starts it again from its flash image (pico.mjs). Two bridge runs of one board:
-a few minutes of emulator, the apps kept small."""
+"""`pubmote update` on emulated Picos (the real rp2 firmware, pubmote frozen in, rp2040js;
+UART0 at 115200 baud on a pty to the bridge; the flash chip kept in a file across resets,
+as `pubmote bridge --sim-kind pico` runs them): a good app ends healthy and runs; one that
+raises at import (a canary: the other board is skipped) and one that never registers roll
+back by themselves, the board back on the good app; a power cut mid-transfer leaves the
+board booting a whole app, and the update, called again, ends healthy. A board's
+machine.reset() ends its emulator with status 75 and the fleet starts it again from its
+flash image (pico.mjs). Two bridge runs (two boards, then one): a few minutes of emulator,
+the apps kept small."""
 
 from __future__ import annotations
 
@@ -30,10 +31,10 @@ def built() -> None:
 
 
 @pytest.mark.timeout(1500)  # a firmware build on a loaded machine, then three updates
-def test_update_and_both_rollbacks_on_an_emulated_pico(built: None, tmp_path: Path) -> None:
+def test_update_canary_and_both_rollbacks_on_an_emulated_pico(built: None, tmp_path: Path) -> None:
     async def run() -> None:
-        async with bridge_with_boards(tmp_path, 1, sim_keys=True, sim_kind="pico") as bridge:
-            await boards_registered(bridge, ["sim1"], BOOT_S)
+        async with bridge_with_boards(tmp_path, 2, sim_keys=True, sim_kind="pico") as bridge:
+            await boards_registered(bridge, ["sim1", "sim2"], BOOT_S)
             topics = Topics(bridge)
             code, out, err = await update("--app", str(GOOD), "--config", 'version="v2"',
                                           "--timeout", "120", "sim1")
@@ -43,10 +44,13 @@ def test_update_and_both_rollbacks_on_an_emulated_pico(built: None, tmp_path: Pa
             assert "(updater heap +" in out and " ms)" in out, out
             await wait_until(lambda: topics.has(b"/test/sim1/version", b"v2"), 120,
                              "the new app's publish")
-            code, out, _ = await update("--app", str(BROKEN), "--timeout", "120", "sim1")
+            # the broken app as a canary: sim1 rolls back, sim2 is never touched
+            code, out, _ = await update("--app", str(BROKEN), "--timeout", "120",
+                                        "--canary", "1", "sim1", "sim2")
             assert code == 1
-            assert final_states(out) == {"sim1": "rolledback"}, out
+            assert final_states(out) == {"sim1": "rolledback", "sim2": "skipped"}, out
             assert "ValueError: broken app: raises at import" in out
+            assert "canary sim1 not healthy" in out
             code, out, _ = await update("--app", str(HANG), "--timeout", "5", "sim1")
             assert code == 1
             assert final_states(out) == {"sim1": "rolledback"}, out
