@@ -18,7 +18,7 @@
 //
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
-//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
+//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast] [--overrun]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
@@ -44,6 +44,7 @@ function parseArgs(argv) {
     else if (a === "--exit-on") opts.exitOn = next();
     else if (a === "--timeout-s") opts.timeoutS = Number(next());
     else if (a === "--fast") opts.fast = true;
+    else if (a === "--overrun") opts.overrun = true;
     else if (a === "--repl") opts.repl = next();
     else throw new Error("unknown argument " + a);
   }
@@ -156,7 +157,8 @@ const firmwareEnd = opts.firmware ? placeImage(opts.firmware, 0, "the firmware",
 if (opts.fs) placeImage(opts.fs, opts.fsOffset, "the filesystem image", firmwareEnd);
 let flashChip;
 try {
-  flashChip = installFlashChip(rp2040, { flashBytes: opts.flashBytes, outPath: opts.flashOut });
+  flashChip = installFlashChip(rp2040, { flashBytes: opts.flashBytes, outPath: opts.flashOut,
+    onBusy: (ns) => lineDuringFlash(ns) });
 } catch (e) {
   process.stderr.write("pico.mjs: " + e.message + "\n");
   process.exit(2);
@@ -241,6 +243,23 @@ function schedule() {
   if (!rxScheduled) {
     rxScheduled = true;
     rxAlarm.schedule(byteNanos);
+  }
+}
+
+// While the flash chip is busy (MicroPython erases and programs with interrupts off, for
+// 45 ms a sector) the line waits by default, as with hardware flow control. --overrun: the
+// line goes on, as on a real UART without flow control: what arrives beyond the RX FIFO's
+// 32 bytes is lost (counted in --debug's flash line).
+let rxLost = 0;
+function lineDuringFlash(ns) {
+  if (!opts.overrun) return;
+  for (let n = Math.floor(ns / byteNanos); n > 0 && rxHead < rxQueue.length; n--) {
+    if (uart.rxFIFO.full) rxLost++;
+    else {
+      uart.feedByte(rxQueue[rxHead]);
+      bytesFed++;
+    }
+    rxHead++;
   }
 }
 
@@ -345,7 +364,8 @@ function finish(code) {
   if (debug) {
     process.stderr.write("[debug] flash: " + flashChip.erases + " sectors erased, " +
       flashChip.programs + " pages programmed, " + flashChip.bytesWritten +
-      " bytes written through; emulated " + (clock.nanos / 1e6).toFixed(0) + " ms\n");
+      " bytes written through; " + rxLost + " UART bytes lost to them (--overrun); " +
+      "emulated " + (clock.nanos / 1e6).toFixed(0) + " ms\n");
   }
   process.exit(code);
 }
