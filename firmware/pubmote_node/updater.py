@@ -16,6 +16,7 @@ from . import appslot, upreport
 
 _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
+_AHEAD = const(8)  # segments from the oldest one missing to the newest asked for
 _SEG_TIMEOUT_MS = const(4000)
 # segments between heap samples: each collects the heap first (14 ms on a Pico, while its
 # link's bytes wait)
@@ -142,11 +143,15 @@ async def _fetch(node, ver, man, off, h, out):
     nxt = off // seg
     try:
         for i in range(off // seg, n):
-            while nxt < n and nxt - i < _WINDOW:
-                ask(nxt)
-                nxt += 1
-            s = slots[i]
-            while s[0] is None:
+            while True:
+                # past a lost segment the window goes on (its followers held until it
+                # comes), at most _AHEAD segments from the oldest one missing
+                while nxt < n and nxt - i < _AHEAD and _asking(slots) < _WINDOW:
+                    ask(nxt)
+                    nxt += 1
+                s = slots[i]
+                if s[0] is not None:
+                    break
                 if s[1]:  # timed out, Nacked, or its digest wrong: again
                     ask(i)
                 elif not s[4] and _overtaken(slots, i, nxt, s[2]):
@@ -171,6 +176,15 @@ async def _fetch(node, ver, man, off, h, out):
             if not s[1]:
                 s[5].cancel()
     return _since(t0)
+
+
+def _asking(slots):
+    # Interests in flight
+    k = 0
+    for s in slots.values():
+        if not s[1]:
+            k += 1
+    return k
 
 
 def _overtaken(slots, i, nxt, asked):

@@ -19,6 +19,7 @@
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
 //          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast] [--overrun]
+//          [--steady-clock]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
@@ -45,6 +46,7 @@ function parseArgs(argv) {
     else if (a === "--timeout-s") opts.timeoutS = Number(next());
     else if (a === "--fast") opts.fast = true;
     else if (a === "--overrun") opts.overrun = true;
+    else if (a === "--steady-clock") opts.steadyClock = true;
     else if (a === "--repl") opts.repl = next();
     else throw new Error("unknown argument " + a);
   }
@@ -336,22 +338,38 @@ const start = process.hrtime.bigint();
 const cycleNanos = 1e9 / 125e6;
 let finished = false;
 
+// --steady-clock: an idle core's clock moves on no faster than the wall clock does while
+// the runner waits (for input, between turns), and never catches up what a busy core
+// lost. By default an idle core jumps to its next timer as long as it is behind the wall
+// clock: on a machine where the emulator runs slower than real time, a board waiting a
+// moment for the bridge's bytes then finds seconds gone, and the transfers it times on its
+// own clock count the host's slowness. With it, the board's clock counts its own work and
+// the line.
+let idleSince = null; // the wall time when the last turn ended (--steady-clock)
+
 function step() {
   if (finished) return;
   const wall = Number(process.hrtime.bigint() - start);
   const limit = opts.fast ? Infinity : wall + LEAD_NANOS;
+  const idleLimit = opts.steadyClock && idleSince !== null
+    ? clock.nanos + Math.max(0, wall - idleSince) : Infinity;
   const core = rp2040.core;
+  let idleCapped = false;
   for (let i = 0; i < 200000 && clock.nanos < limit; i++) {
     if (core.waiting) {
-      const dt = Math.min(clock.nanosToNextAlarm, limit - clock.nanos);
-      if (!(dt > 0) || dt === Infinity) break;
+      const dt = Math.min(clock.nanosToNextAlarm, limit - clock.nanos, idleLimit - clock.nanos);
+      if (!(dt > 0) || dt === Infinity) {
+        idleCapped = idleLimit - clock.nanos <= 0;
+        break;
+      }
       clock.tick(dt);
     } else {
       clock.tick(core.executeInstruction() * cycleNanos);
     }
   }
   flushTx();
-  if (clock.nanos >= limit) setTimeout(step, 1);
+  idleSince = Number(process.hrtime.bigint() - start);
+  if (clock.nanos >= limit || idleCapped) setTimeout(step, 1);
   else setImmediate(step);
 }
 
