@@ -119,7 +119,8 @@ test-stress: setup
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
 ## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; a fleet update
 ## (10 simulated boards, canary, rollbacks, power cuts: pubmote update); firmware heap (and
-## heap and UART rate on the emulated Pico against the line's limit); NDN face; mesh
+## heap and UART rate on the emulated Pico against the line's limit; an update of an emulated
+## Pico over its UART, its rate against the line's limit and its updater's heap); NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB
 ## at 1M and 10M journal rows, and the --follow job's lag)
 ## make bench QUICK=1: every bench and every line of its table at small sizes (a few boards,
@@ -135,6 +136,7 @@ bench: setup firmware
 	$(PY) bench/firmware/run.py $(if $(QUICK),--quick)
 	$(PY) bench/firmware/tls_link.py
 	$(PY) bench/firmware/pico.py $(if $(QUICK),--quick)
+	$(PY) bench/firmware/update_pico.py $(if $(QUICK),--quick)
 	$(PY) bench/ndn/run.py $(if $(QUICK),--quick)
 	$(PY) bench/mesh/run.py $(if $(QUICK),--size-mb 1 --ping-seconds 0.5)
 	$(PY) bench/gossip/run.py $(if $(QUICK),--nodes 3 --seconds 0.5 --rates 10$(comma)25)

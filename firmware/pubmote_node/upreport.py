@@ -15,13 +15,14 @@ def update_name(node, ver, *parts):
     return nm
 
 
-async def fetch(node, nm, tries):
-    """Express an Interest for nm until its Data comes, at most tries times: [Event, Data,
-    packet], or None."""
+async def fetch(node, nm, tries, timeout_ms=0):
+    """Express an Interest for nm until its Data comes, at most tries times, each waited
+    for timeout_ms (default: the node's): [Event, Data, packet], or None."""
     ex = node.exchange
+    timeout_ms = timeout_ms or node.timeout_ms
     for _ in range(tries):
-        n = ex.encode(interest.encode_parts, nm, nonce=-1, lifetime_ms=node.timeout_ms)
-        p = await ex.express(n, node.timeout_ms, keep=True)
+        n = ex.encode(interest.encode_parts, nm, nonce=-1, lifetime_ms=timeout_ms)
+        p = await ex.express(n, timeout_ms, keep=True)
         if p is not None:
             return p
         await asyncio.sleep(0.2)

@@ -193,6 +193,14 @@ BENCH_LINES = {
                          r"and 5 s later, handled\s+\d+ B", r"growth, last 10 published",
                          r"acked publishes over the UART \(board's clock\): %s/s" % NUM,
                          r"received: 20 of 20"],
+    "firmware/update_pico.py": [r"pubmote update to one emulated Pico .*: a [\d,]+-byte app",
+                                r"as with flow control:\n\s+\d+ segments, \d+ fetched again; "
+                                r"healthy",
+                                r"transfer on the board's clock .*: [\d,]+ B in \d+ ms",
+                                r"rate / limit = %s \(target >= 0.7\)" % NUM,
+                                r"updater heap peak on the Pico: \+[\d,]+ B",
+                                r"no flow control: .*\n\s+\d+ segments, \d+ fetched again; "
+                                r"healthy"],
     "ndn/run.py": [r"app -> bridge -> board -> app\s+\d+", r"app -> bridge -> app\s+\d+",
                    r"ratios to python-ndn's own codec rate: board %s" % NUM],
     "mesh/run.py": [r"pubmote\s+%s\s+\d+" % NUM, r"js-libp2p\s+%s\s+\d+" % NUM,

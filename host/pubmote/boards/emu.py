@@ -112,11 +112,16 @@ def app_ended(usb_log: Path, since: int = 0) -> str | None:
 def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool = False,
                exit_on: str | None = None, timeout_s: float = 0,
                firmware: Path | None = None, flash_in: Path | None = None,
-               flash_out: Path | None = None, repl: str | None = None) -> list[str]:
+               flash_out: Path | None = None, repl: str | None = None,
+               overrun: bool = False, steady_clock: bool = False) -> list[str]:
     """The runner's command line. flash_in: a whole-chip image to start from (as flash_out
     writes it, every erase and program written through); with flash_in and no firmware,
     the board boots whatever firmware the image holds, else firmware (default: the cached
-    build) is placed over it. repl: a line typed at the USB REPL's first prompt."""
+    build) is placed over it. repl: a line typed at the USB REPL's first prompt. overrun:
+    the UART has no flow control (bytes arriving while the flash is busy are lost beyond
+    the RX FIFO's room, as on a real Pico); else the line waits for the flash.
+    steady_clock: an idle board's clock never jumps ahead to catch up with the wall clock
+    (what the board times on its own clock then leaves out the host's slowness)."""
     cmd = [node_exe(), str(RUNNER), "--bootrom", str(boot_rom()), "--baud", str(UART_BAUD)]
     if flash_in is not None:
         cmd += ["--flash-in", str(flash_in)]
@@ -132,6 +137,10 @@ def runner_cmd(fs_image: Path | None, *, usb_log: Path | None = None, fast: bool
         cmd += ["--usb-log", str(usb_log)]
     if fast:
         cmd.append("--fast")
+    if overrun:
+        cmd.append("--overrun")
+    if steady_clock:
+        cmd.append("--steady-clock")
     if exit_on:
         cmd += ["--exit-on", exit_on]
     if timeout_s:
@@ -166,6 +175,10 @@ class PicoBoard(SimBoard):
         # firmware.bin to run: the plain `pubmote firmware build` one unless given (one
         # with the app frozen in: fwbuild.build(apps=...))
         self.firmware = firmware
+        # runner_cmd's overrun (the UART loses what arrives while the flash is busy) and
+        # steady_clock; read at each start
+        self.overrun = False
+        self.steady_clock = False
         self.proc: subprocess.Popen[bytes] | None = None
         self.emu_log_path = self.workdir / (name + ".emu.log")  # the runner's own errors
         self._log_start = 0  # where this power-on's USB output begins in log_path
@@ -198,7 +211,8 @@ class PicoBoard(SimBoard):
         self._seen = (-1, None)
         if self._flashed:  # a power cycle: the chip as the board left it
             cmd = runner_cmd(None, usb_log=self.log_path, flash_in=self.flash_path,
-                             flash_out=self.flash_path)
+                             flash_out=self.flash_path, overrun=self.overrun,
+                             steady_clock=self.steady_clock)
         else:
             files = {"/pubmote_config.json": json.dumps(self.config).encode()}
             if self.app_dir is not None:  # --sim-app-dir: the app's modules go to /lib
@@ -206,7 +220,8 @@ class PicoBoard(SimBoard):
                     files["/lib/" + f.name] = f.read_bytes()
             make_fs_image(files, self.fs_path)
             cmd = runner_cmd(self.fs_path, usb_log=self.log_path, firmware=self.firmware,
-                             flash_out=self.flash_path)
+                             flash_out=self.flash_path, overrun=self.overrun,
+                             steady_clock=self.steady_clock)
             self._flashed = True
         # the runner's stdin/stdout are the board end of the cable: its UART0 pins
         fd = os.open(self.cable.board_link, os.O_RDWR | os.O_NOCTTY)

@@ -46,7 +46,8 @@ function romFunctions(rom) {
 
 // Installs the chip on rp2040 (after its boot ROM is loaded and its flash filled). opts:
 // flashBytes (the chip's size: addresses wrap at it, as on the chip), outPath (write-through
-// file, or undefined). Returns counters: erases (sectors), programs (pages), bytesWritten
+// file, or undefined), onBusy (called with the nanoseconds each operation keeps the core
+// waiting, before the clock moves on, or undefined). Returns counters: erases (sectors), programs (pages), bytesWritten
 // (to the file).
 export function installFlashChip(rp2040, opts) {
   const { core, clock, flash } = rp2040;
@@ -113,7 +114,10 @@ export function installFlashChip(rp2040, opts) {
     if (fn === undefined) return otherBreak(imm);
     const ns = fn();
     core.PC = core.LR & ~1; // bx lr
-    if (ns > 0) clock.tick(ns); // the core waits on the chip; interrupts stay pending
+    if (ns > 0) {
+      if (opts.onBusy) opts.onBusy(ns);
+      clock.tick(ns); // the core waits on the chip; interrupts stay pending
+    }
   };
   stats.close = () => {
     if (fd !== null) fs.closeSync(fd);

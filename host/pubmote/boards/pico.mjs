@@ -13,9 +13,13 @@
 // FILE, every erase and program written through before the firmware sees it done, so a
 // board killed at any moment (a power cut) boots again from FILE with --flash-in FILE.
 //
+// The runner exits with status 75 when the firmware resets the chip (machine.reset(): the
+// watchdog), for its supervisor to start it again from --flash-out.
+//
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
-//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
+//          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast] [--overrun]
+//          [--steady-clock]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
@@ -41,6 +45,8 @@ function parseArgs(argv) {
     else if (a === "--exit-on") opts.exitOn = next();
     else if (a === "--timeout-s") opts.timeoutS = Number(next());
     else if (a === "--fast") opts.fast = true;
+    else if (a === "--overrun") opts.overrun = true;
+    else if (a === "--steady-clock") opts.steadyClock = true;
     else if (a === "--repl") opts.repl = next();
     else throw new Error("unknown argument " + a);
   }
@@ -91,6 +97,46 @@ Object.defineProperty(adcValues, 4, {
   },
   set() {},
 });
+// Core 1 is not emulated (rp2040js runs core 0 only), and its inter-core FIFO reads as
+// always full of 0xffffffff, so MicroPython's _thread (which launches core 1) spun forever
+// in the pico-sdk's launch handshake: a board that starts a thread (the update's trial
+// watchdog) hung. Core 1's boot ROM side of the handshake is answered here: a 0 once it
+// leaves reset, then every word sent echoed back, so the launch returns; what it launches
+// never runs (a thread on an emulated Pico does not run, its caller goes on).
+const SIO_FIFO_ST = 0x50;
+const SIO_FIFO_WR = 0x54;
+const SIO_FIFO_RD = 0x58;
+const PSM_FRCE_OFF = 0x04;
+const PROC1 = 1 << 16;
+const fromCore1 = [];
+const sioRead = rp2040.sio.readUint32.bind(rp2040.sio);
+const sioWrite = rp2040.sio.writeUint32.bind(rp2040.sio);
+rp2040.sio.readUint32 = (offset) => {
+  if (offset === SIO_FIFO_ST) return (fromCore1.length ? 1 : 0) | 2; // VLD, RDY
+  if (offset === SIO_FIFO_RD) return fromCore1.length ? fromCore1.shift() : 0;
+  return sioRead(offset);
+};
+rp2040.sio.writeUint32 = (offset, value) => {
+  if (offset === SIO_FIFO_WR) {
+    if (fromCore1.length < 8) fromCore1.push(value >>> 0);
+  } else if (offset !== SIO_FIFO_ST) sioWrite(offset, value);
+};
+const psm = rp2040.peripherals[0x40010];
+const psmWrite = psm.writeUint32.bind(psm);
+psm.writeUint32 = (offset, value) => {
+  const wasOff = offset === PSM_FRCE_OFF && psm.frceOff & PROC1;
+  psmWrite(offset, value);
+  if (wasOff && !(psm.frceOff & PROC1)) {
+    fromCore1.length = 0;
+    fromCore1.push(0);
+  }
+};
+// machine.reset() (the watchdog's trigger, or its timer running out): rp2040js has no chip
+// reset, so the runner ends with status 75 (what the unix port's board exits with to be
+// rebooted: sim.REBOOT_STATUS), every flash write already in --flash-out; its supervisor
+// starts it again from that image, on the same UART line.
+const REBOOT_STATUS = 75;
+rp2040.peripherals[0x40058].onWatchdogTrigger = () => finish(REBOOT_STATUS);
 rp2040.flash.fill(0xff); // erased flash, as a new board's: no filesystem until one is given
 function placeImage(path, offset, what, after) {
   let img;
@@ -113,7 +159,8 @@ const firmwareEnd = opts.firmware ? placeImage(opts.firmware, 0, "the firmware",
 if (opts.fs) placeImage(opts.fs, opts.fsOffset, "the filesystem image", firmwareEnd);
 let flashChip;
 try {
-  flashChip = installFlashChip(rp2040, { flashBytes: opts.flashBytes, outPath: opts.flashOut });
+  flashChip = installFlashChip(rp2040, { flashBytes: opts.flashBytes, outPath: opts.flashOut,
+    onBusy: (ns) => lineDuringFlash(ns) });
 } catch (e) {
   process.stderr.write("pico.mjs: " + e.message + "\n");
   process.exit(2);
@@ -201,6 +248,23 @@ function schedule() {
   }
 }
 
+// While the flash chip is busy (MicroPython erases and programs with interrupts off, for
+// 45 ms a sector) the line waits by default, as with hardware flow control. --overrun: the
+// line goes on, as on a real UART without flow control: what arrives beyond the RX FIFO's
+// 32 bytes is lost (counted in --debug's flash line).
+let rxLost = 0;
+function lineDuringFlash(ns) {
+  if (!opts.overrun) return;
+  for (let n = Math.floor(ns / byteNanos); n > 0 && rxHead < rxQueue.length; n--) {
+    if (uart.rxFIFO.full) rxLost++;
+    else {
+      uart.feedByte(rxQueue[rxHead]);
+      bytesFed++;
+    }
+    rxHead++;
+  }
+}
+
 let bytesIn = 0;
 let bytesFed = 0;
 let bytesOut = 0;
@@ -274,22 +338,38 @@ const start = process.hrtime.bigint();
 const cycleNanos = 1e9 / 125e6;
 let finished = false;
 
+// --steady-clock: an idle core's clock moves on no faster than the wall clock does while
+// the runner waits (for input, between turns), and never catches up what a busy core
+// lost. By default an idle core jumps to its next timer as long as it is behind the wall
+// clock: on a machine where the emulator runs slower than real time, a board waiting a
+// moment for the bridge's bytes then finds seconds gone, and the transfers it times on its
+// own clock count the host's slowness. With it, the board's clock counts its own work and
+// the line.
+let idleSince = null; // the wall time when the last turn ended (--steady-clock)
+
 function step() {
   if (finished) return;
   const wall = Number(process.hrtime.bigint() - start);
   const limit = opts.fast ? Infinity : wall + LEAD_NANOS;
+  const idleLimit = opts.steadyClock && idleSince !== null
+    ? clock.nanos + Math.max(0, wall - idleSince) : Infinity;
   const core = rp2040.core;
+  let idleCapped = false;
   for (let i = 0; i < 200000 && clock.nanos < limit; i++) {
     if (core.waiting) {
-      const dt = Math.min(clock.nanosToNextAlarm, limit - clock.nanos);
-      if (!(dt > 0) || dt === Infinity) break;
+      const dt = Math.min(clock.nanosToNextAlarm, limit - clock.nanos, idleLimit - clock.nanos);
+      if (!(dt > 0) || dt === Infinity) {
+        idleCapped = idleLimit - clock.nanos <= 0;
+        break;
+      }
       clock.tick(dt);
     } else {
       clock.tick(core.executeInstruction() * cycleNanos);
     }
   }
   flushTx();
-  if (clock.nanos >= limit) setTimeout(step, 1);
+  idleSince = Number(process.hrtime.bigint() - start);
+  if (clock.nanos >= limit || idleCapped) setTimeout(step, 1);
   else setImmediate(step);
 }
 
@@ -302,7 +382,8 @@ function finish(code) {
   if (debug) {
     process.stderr.write("[debug] flash: " + flashChip.erases + " sectors erased, " +
       flashChip.programs + " pages programmed, " + flashChip.bytesWritten +
-      " bytes written through; emulated " + (clock.nanos / 1e6).toFixed(0) + " ms\n");
+      " bytes written through; " + rxLost + " UART bytes lost to them (--overrun); " +
+      "emulated " + (clock.nanos / 1e6).toFixed(0) + " ms\n");
   }
   process.exit(code);
 }
