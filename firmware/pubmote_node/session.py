@@ -101,7 +101,7 @@ class Session:
         missed = 0
         port = self._node.port
         while port.up:
-            if await self._register():
+            if await self.register(None):
                 missed = 0
                 self.connected = True
             else:
@@ -114,7 +114,9 @@ class Session:
             await wait_ms(self.wake, self._node.config.get("keepalive_ms", _KEEPALIVE_MS)
                           if self.connected else _RETRY_MS)
 
-    async def _register(self):
+    async def register(self, sleep_ms):
+        """Register once; True when the bridge answered. sleep_ms: announce that the board
+        sleeps that long once answered (sleep.py), else None."""
         # its imports here, not as module globals (each a board's heap): it runs once every
         # few seconds
         from pubmote_wire import control, name
@@ -127,7 +129,7 @@ class Session:
         batches = 2 if node.config.get("batch", True) and not key else 0
         params = control.register_params(node.name, name.to_uri(node.prefix), node.filters(),
                                          [name.to_uri(p) for p, _ in self._served], batches,
-                                         self._boot)
+                                         self._boot, sleep_ms)
         ex = node.exchange
         n = ex.encode(
             control.encode_register, node.name.encode(), params, -1, node.timeout_ms,

@@ -29,7 +29,8 @@ def vectors(page: str = "control.md") -> dict[str, str]:
 
 
 def test_the_page_shows_the_codecs_bytes() -> None:
-    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], False, None)
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], False, None,
+                                     None)
     assert params == cbor.dumps({"name": "b1", "prefix": "/pubmote/node/b1",
                                  "filters": [b"/cmd/"], "serve": []})
     buf = bytearray(256)
