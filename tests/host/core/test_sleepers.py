@@ -1,0 +1,233 @@
+"""Sleeping boards' sessions in the hub (core/sleepers.py, docs/protocols/sleep.md), with a
+fake clock and a fake board face: what is published for a board asleep is held, within
+its bounds, and delivered in order through the acked path when it registers again; a
+notify the board slept through goes first again; past its expiry the session ends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from hub_face import StubFace
+
+from pubmote.core.hub import Hub, Message
+from pubmote_wire import control, interest, notify
+from pubmote_wire import name as ndn_name
+
+PREFIX = "/pubmote/node/b1"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Board(StubFace):
+    """A board's face: awake, it acks each notify the hub sends (a loop turn later) and
+    notes its topic; asleep, it hears nothing."""
+
+    def __init__(self, hub: Hub) -> None:
+        super().__init__(face_id=3, kind="serial", label="serial:fake")
+        self.hub = hub
+        self.awake = True
+        self.got: list[str] = []
+
+    def send_packet(self, pkt: bytes) -> None:
+        self.sent.append(pkt)
+        if not self.awake or pkt[:1] != b"\x05":
+            return
+        try:
+            topic = notify.parse_notify_interest(pkt)[0]
+        except Exception:  # noqa: BLE001 - not a notify (the hello)
+            return
+        self.got.append(ndn_name.to_uri(bytes(topic)))
+        nm = bytes(interest.decode_interest(pkt).name)
+        ack = bytes(control.encode_ack(nm))
+        asyncio.get_running_loop().call_soon(self.hub.on_packet, self, ack)
+
+    def register(self, sleep_ms: int | None, boot: int = 1) -> None:
+        params = control.register_params("b1", PREFIX, [b"/cmd/"], [], 0, boot, sleep_ms)
+        buf = bytearray(300)
+        n = control.encode_register(buf, 0, b"b1", params, -1, 2000, None, None, None)
+        self.hub.on_packet(self, bytes(buf[:n]))
+
+
+def _hub(clock: Clock, **kw: int | float) -> tuple[Hub, Board]:
+    hub = Hub(gateway="gw", timeout_ms=100, retries=2, sleep_clock_s=clock, **kw)  # type: ignore[arg-type]
+    board = Board(hub)
+    hub.face_state(board)
+    return hub, board
+
+
+def _cmd(k: int, size: int = 4) -> Message:
+    return Message(b"/cmd/%d" % k, b"x" * size, "sp", "sp")
+
+
+async def _until(pred: Callable[[], bool], what: str) -> None:
+    for _ in range(400):
+        if pred():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def test_held_while_asleep_then_delivered_in_order() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        hub.publish(_cmd(0))
+        await _until(lambda: board.got == ["/cmd/0"], "the awake delivery")
+        board.register(10_000)
+        board.awake = False
+        info = hub.board("b1")
+        assert info is not None and info.asleep and not info.up
+        assert info.wake_due == clock.now + 10
+        for k in range(1, 6):
+            hub.publish(_cmd(k))
+        await asyncio.sleep(0.3)  # nothing may leave while it sleeps: give it the chance
+        notifies = [p for p in board.sent if p[:1] == b"\x05"]
+        assert len(notifies) == 1 + 1  # the hello and the one awake delivery
+        assert hub.counters["sleep_queued"] == 5
+        board.awake = True
+        board.register(None, boot=2)  # it woke: a new start-up
+        await _until(lambda: len(board.got) == 6, "the held messages")
+        assert board.got == ["/cmd/%d" % k for k in range(6)]
+        info = hub.board("b1")
+        assert info is not None and not info.asleep and info.up
+        assert info.counters["delivered"] == 6
+        assert (hub.counters["sleeps"], hub.counters["wakes"]) == (1, 1)
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_queue_bounded_in_messages_and_bytes_oldest_dropped() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock, sleep_queue_max=3, sleep_queue_bytes=10_000)
+        board.register(None)
+        board.register(5_000)
+        board.awake = False
+        for k in range(5):
+            hub.publish(_cmd(k))
+        assert hub.counters["sleep_dropped"] == 2
+        board.awake = True
+        board.register(None, boot=2)
+        await _until(lambda: len(board.got) == 3, "the held messages")
+        assert board.got == ["/cmd/2", "/cmd/3", "/cmd/4"]
+        info = hub.board("b1")
+        assert info is not None and info.counters["dropped"] == 2
+        await hub.close()
+
+        # bytes: each message costs topic + payload + 64; 350 B holds two of 170 B
+        hub, board = _hub(clock, sleep_queue_max=100, sleep_queue_bytes=350)
+        board.register(None)
+        board.register(5_000)
+        board.awake = False
+        for k in range(4):
+            hub.publish(_cmd(k, size=100))
+        assert hub.counters["sleep_dropped"] == 2
+        board.awake = True
+        board.register(None, boot=2)
+        await _until(lambda: len(board.got) == 2, "the held messages")
+        assert board.got == ["/cmd/2", "/cmd/3"]
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_session_expires_past_its_due_time() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock, session_expiry_s=5.0)
+        board.register(None)
+        board.register(1_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        hub.publish(_cmd(1))
+        clock.now += 1 + 4.9  # due back after 1 s, and 5 s of grace
+        assert hub.sweep_sessions() == 0
+        assert hub.board("b1") is not None
+        clock.now += 0.2
+        assert hub.sweep_sessions() == 1
+        assert hub.board("b1") is None
+        assert hub.counters["sessions_expired"] == 1 and hub.counters["sleep_expired"] == 2
+        # forgotten: nothing is held for a name no longer registered
+        hub.publish(_cmd(2))
+        assert not hub.deliver("b1", _cmd(3))
+        board.awake = True
+        board.register(None, boot=2)  # back, late: a new session, nothing of the old
+        hub.publish(_cmd(4))
+        await _until(lambda: board.got == ["/cmd/4"], "a fresh delivery")
+        await asyncio.sleep(0.2)
+        assert board.got == ["/cmd/4"]
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_unknown_board_gets_nothing_queued() -> None:
+    async def run() -> None:
+        hub, _ = _hub(Clock())
+        assert not hub.deliver("ghost", _cmd(0))
+        hub.publish(_cmd(1))
+        assert hub.board_names() == [] and hub.counters["sleep_queued"] == 0
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_notify_slept_through_goes_first_at_the_wake() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.awake = False  # it fell asleep as the hub announced /cmd/0
+        hub.publish(_cmd(0))
+        await _until(lambda: any(p[:1] == b"\x05" and b"cmd" in p for p in board.sent),
+                     "the notify out")
+        board.register(2_000)  # the announcement reached the hub after the notify left
+        hub.publish(_cmd(1))
+        await _until(lambda: hub.counters["sleep_requeued"] == 1, "the notify to fail")
+        info = hub.board("b1")
+        assert info is not None and info.counters["deliver_failed"] == 0
+        board.awake = True
+        board.register(None, boot=2)
+        await _until(lambda: len(board.got) == 2, "both messages")
+        assert board.got == ["/cmd/0", "/cmd/1"]
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_wake_registration_runs_register_hooks_with_the_new_start_up() -> None:
+    # retained topics (gateway/retained.py) hand their last values to a board through a
+    # register hook, once per start-up: a board back from deep sleep has a new boot number,
+    # so it is handed them again, after what was held for it
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        boots: list[int | None] = []
+
+        def hand_last(b: object) -> None:
+            boots.append(getattr(b, "boot", None))
+            if getattr(b, "boot", None) == 2:
+                hub.deliver("b1", Message(b"/cmd/retained", b"last", "dht", "dht"))
+
+        hub.add_register_hook(hand_last)
+        board.register(None)
+        board.register(1_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.awake = True
+        board.register(None, boot=2)
+        await _until(lambda: len(board.got) == 2, "the held and the retained message")
+        assert board.got == ["/cmd/0", "/cmd/retained"]
+        assert boots == [1, 1, 2]
+        await hub.close()
+
+    asyncio.run(run())
