@@ -179,15 +179,24 @@ class Node:
     async def sleep(self, ms):
         """Deep-sleep for ms milliseconds: the bridge is told and keeps this board's
         session, holding what is published for it until it is back (docs/protocols/
-        sleep.md). The board wakes through main.py with nothing of its RAM: this call never
-        returns. (sleep.py: loaded at the first call.)"""
+        sleep.md). The board wakes through main.py with nothing of its RAM, so this call
+        returns only when the sleep was called off: False, because messages the app has
+        not taken yet arrived for it meanwhile (take them, then sleep again).
+        (sleep.py: loaded at the first call.)"""
         from .sleep import sleep
 
-        await sleep(self, ms)
+        return await sleep(self, ms)
 
     def sending(self):
         """How many of the app's messages wait for the bridge (soft state, outbox)."""
         return len(self._soft) + (len(self._outbox) if self._outbox is not None else 0)
+
+    def unread(self):
+        """How many received messages wait in the app's subscriptions."""
+        n = 0
+        for s in self._subs:
+            n += s.pending()
+        return n
 
     def directed(self):
         """The queue of directed messages for this board: `msg = await q.recv()` gives a

@@ -42,6 +42,9 @@ class Session:
         # set from the gateway's clock at registration: by a board with a key only from a
         # reply signed with it; kept through reconnects (docs/protocols/event-time.md)
         self.clock = Clock()
+        # the sleep announced (ms, sleep.py) while the board gets ready for it: keepalives
+        # say it again, so none tells the bridge it is awake
+        self.sleeping = None
         # drawn once per start-up and sent with every registration: the bridge tells a
         # restarted board (which lost what it was given, e.g. retained last values) from a
         # re-registering one
@@ -101,7 +104,7 @@ class Session:
         missed = 0
         port = self._node.port
         while port.up:
-            if await self.register(None):
+            if await self.register(self.sleeping):
                 missed = 0
                 self.connected = True
             else:

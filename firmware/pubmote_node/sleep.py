@@ -13,15 +13,24 @@ _ANNOUNCE_TRIES = const(3)
 
 
 async def sleep(node, ms):
-    """Deep-sleep ms milliseconds; the board starts again from main.py (it never returns,
-    and nothing of the board's RAM is kept). The bridge is told first; unanswered (no
-    bridge), the board sleeps all the same and the bridge sees it as gone."""
+    """Deep-sleep ms milliseconds; the board starts again from main.py (nothing of its RAM
+    is kept). The bridge is told first; unanswered (no bridge), the board sleeps all the
+    same and the bridge sees it as gone. Returns False, the sleep called off and the bridge
+    told the board is awake, when messages the app has not taken wait in its
+    subscriptions (some arrived while it got ready): they would be lost in the sleep."""
     await _quiet(node, True)
+    if node.unread():
+        return False
     session = node.session
+    session.sleeping = ms
     for _ in range(_ANNOUNCE_TRIES):
         if session.connected and await session.register(ms):
             break
     await _quiet(node, False)
+    if node.unread():
+        session.sleeping = None
+        await session.register(None)
+        return False
     deep_sleep(node, ms)
 
 
