@@ -11,6 +11,7 @@ import contextlib
 import random
 import time
 from pathlib import Path
+from typing import Any
 
 import pynng
 
@@ -53,8 +54,8 @@ class TimedLines:
 
 def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> None:
     async def run() -> None:
-        urls = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
-                "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
+        urls: dict[str, Any] = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
+                                                "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
         extra = {"sleep_ms": 1000, "awake_ms": 300}
         async with bridge_with_boards(tmp_path, 1, app="sleepy_app", extra=extra,
                                       **urls) as bridge:
