@@ -45,6 +45,12 @@ def test_the_page_shows_the_codecs_bytes() -> None:
     assert ndn_name.to_uri(full).startswith("/pubmote/ctl/register/b1/params-sha256=")
 
 
+def test_the_sleep_page_shows_the_announcement() -> None:
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], 0, 7, 10000)
+    assert cbor.loads(params)["sleep"] == 10000
+    assert vectors("sleep.md") == {"sleep-params": params.hex()}
+
+
 def test_the_filters_page_shows_sp_bytes() -> None:
     msg = b"/cmd/led|on"
     filt = SubFilter()
