@@ -199,8 +199,9 @@ class Registrar:
         b.routes = []
 
     def _evict_longest_down(self, newcomer: str) -> bool:
-        """Make room in a full board table: forget the board down the longest (its queue
-        is dropped, journaled); False when every board is up."""
+        """Make room in a full board table: forget the board down the longest, one asleep
+        only when every board down is (its queue is dropped, journaled); False when every
+        board is up."""
         down = [b for b in self._boards.values() if b.down or not b.face.up]
         if not down:
             return False
@@ -228,5 +229,6 @@ class Registrar:
         self._feed.event(event, b.name, b.face.label)
 
 
-def _down_since(b: BoardState) -> float:
-    return b.down_since
+def _down_since(b: BoardState) -> tuple[bool, float]:
+    # a board asleep (its session kept: sleepers.py) goes after every other board down
+    return b.asleep_since is not None, b.down_since

@@ -11,10 +11,9 @@ from collections.abc import Callable
 from hub_face import StubFace
 
 from pubmote.core.hub import Hub, Message
+from pubmote.core.limits import Limits
 from pubmote_wire import control, interest, notify
 from pubmote_wire import name as ndn_name
-
-PREFIX = "/pubmote/node/b1"
 
 
 class Clock:
@@ -29,9 +28,10 @@ class Board(StubFace):
     """A board's face: awake, it acks each notify the hub sends (a loop turn later) and
     notes its topic; asleep, it hears nothing."""
 
-    def __init__(self, hub: Hub) -> None:
-        super().__init__(face_id=3, kind="serial", label="serial:fake")
+    def __init__(self, hub: Hub, name: str = "b1", face_id: int = 3) -> None:
+        super().__init__(face_id=face_id, kind="serial", label="serial:%s" % name)
         self.hub = hub
+        self.name = name
         self.awake = True
         self.got: list[str] = []
 
@@ -49,9 +49,11 @@ class Board(StubFace):
         asyncio.get_running_loop().call_soon(self.hub.on_packet, self, ack)
 
     def register(self, sleep_ms: int | None, boot: int = 1) -> None:
-        params = control.register_params("b1", PREFIX, [b"/cmd/"], [], 0, boot, sleep_ms)
+        params = control.register_params(self.name, "/pubmote/node/" + self.name, [b"/cmd/"],
+                                         [], 0, boot, sleep_ms)
         buf = bytearray(300)
-        n = control.encode_register(buf, 0, b"b1", params, -1, 2000, None, None, None)
+        n = control.encode_register(buf, 0, self.name.encode(), params, -1, 2000, None, None,
+                                    None)
         self.hub.on_packet(self, bytes(buf[:n]))
 
 
@@ -228,6 +230,32 @@ def test_wake_registration_runs_register_hooks_with_the_new_start_up() -> None:
         await _until(lambda: len(board.got) == 2, "the held and the retained message")
         assert board.got == ["/cmd/0", "/cmd/retained"]
         assert boots == [1, 1, 2]
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_a_full_table_forgets_a_sleeping_board_last() -> None:
+    async def run() -> None:
+        limits = Limits()
+        limits.max_boards = 2
+        hub = Hub(gateway="gw", timeout_ms=100, retries=2, sleep_clock_s=Clock(),
+                  limits=limits)
+        sleeper, other = Board(hub, "b1", 3), Board(hub, "b2", 4)
+        for face in (sleeper, other):
+            hub.face_state(face)
+            face.register(None)
+        sleeper.register(60_000)  # a WiFi board asleep: its link closes
+        sleeper.up = False
+        hub.face_state(sleeper)
+        other.up = False  # down after it, so not the longest down
+        hub.face_state(other)
+        hub.publish(_cmd(0))
+        newcomer = Board(hub, "b3", 5)
+        hub.face_state(newcomer)
+        newcomer.register(None)
+        assert sorted(hub.board_names()) == ["b1", "b3"]
+        assert hub.counters["boards_evicted"] == 1 and hub.counters["sleep_queued"] == 1
         await hub.close()
 
     asyncio.run(run())
