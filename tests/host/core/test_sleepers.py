@@ -259,3 +259,46 @@ def test_a_full_table_forgets_a_sleeping_board_last() -> None:
         await hub.close()
 
     asyncio.run(run())
+
+
+class _Item:
+    """A retained topic's last value as the DHT overlay holds it (what the hook reads)."""
+
+    key = bytes(32)
+    seq = 1
+
+    def value(self) -> bytes:
+        return b"last"
+
+
+class _Overlay:
+    item = _Item()
+
+
+def test_retained_last_values_handed_over_at_the_wake() -> None:
+    # the bridge's retained topics (gateway/retained.py, its DHT node not started) hand a
+    # board their last values once per start-up: at the wake (a new boot), after what was
+    # held, and not again at a keepalive of the same start-up
+    from pubmote.dht.bep44 import KeyPair
+    from pubmote.gateway.retained import RetainedTopics
+
+    async def run() -> None:
+        hub, board = _hub(Clock())
+        rt = RetainedTopics(hub, ["/cmd/r"], key=KeyPair(bytes(range(32))))
+        rt.overlays[b"/cmd/r"] = _Overlay()  # type: ignore[assignment]
+        hub.add_register_hook(rt._on_register)
+        board.register(None, boot=1)
+        await _until(lambda: board.got == ["/cmd/r"], "the first hand-over")
+        board.register(1_000, boot=1)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.awake = True
+        board.register(None, boot=2)
+        await _until(lambda: len(board.got) == 3, "the held message and the last value")
+        assert board.got == ["/cmd/r", "/cmd/0", "/cmd/r"]
+        board.register(None, boot=2)  # a keepalive: nothing handed twice
+        await asyncio.sleep(0.2)
+        assert len(board.got) == 3 and rt.counters["given_to_boards"] == 2
+        await hub.close()
+
+    asyncio.run(run())
