@@ -27,6 +27,11 @@ class Session:
     What it uses of the node: name, prefix, config, counters, timeout_ms, port, exchange
     and filters(); served is the node's list of (name prefix, handler) it registers too."""
 
+    # the sleep announced (ms, sleep.py) while the board gets ready for it: keepalives say
+    # it again, so none tells the bridge it is awake (an instance attribute only then: no
+    # slot in every board's session for it)
+    sleeping = None
+
     def __init__(self, node, on_packet, served, signer, key, wlan):
         from pubmote_wire.rand import urandom
 
@@ -42,9 +47,6 @@ class Session:
         # set from the gateway's clock at registration: by a board with a key only from a
         # reply signed with it; kept through reconnects (docs/protocols/event-time.md)
         self.clock = Clock()
-        # the sleep announced (ms, sleep.py) while the board gets ready for it: keepalives
-        # say it again, so none tells the bridge it is awake
-        self.sleeping = None
         # drawn once per start-up and sent with every registration: the bridge tells a
         # restarted board (which lost what it was given, e.g. retained last values) from a
         # re-registering one

@@ -17,6 +17,7 @@
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]
 //          [--usb-log FILE] [--exit-on TEXT] [--timeout-s S] [--fast]
 //          [--repl LINE]   (typed at the REPL over USB CDC once its first prompt appears)
+// A reset through the watchdog (machine.reset(), machine.deepsleep()) ends it with status 75.
 import fs from "node:fs";
 import { Simulator, USBCDC } from "rp2040js";
 import { installFlashChip } from "./flashchip.mjs";
@@ -119,6 +120,10 @@ try {
   process.exit(2);
 }
 rp2040.core.PC = 0x10000000;
+// a reset through the watchdog (machine.reset(), machine.deepsleep()'s wake-up): the
+// runner ends with status 75, the flash chip saved, and the simulated board's supervisor
+// powers the board on again from it, as the unix port's reset does (boards/sim.py)
+rp2040.peripherals[0x40058].onWatchdogTrigger = () => finish(75);
 
 // ---- USB CDC: the REPL's output ----------------------------------------------------------
 const usbFd = opts.usbLog ? fs.openSync(opts.usbLog, "a") : 2;

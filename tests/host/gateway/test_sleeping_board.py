@@ -1,5 +1,6 @@
 """A simulated board that deep-sleeps in a loop (1 s asleep, 300 ms awake; on the unix
-port its process ends and is started again, so nothing survives in the board's RAM):
+port its process ends and is started again, on the emulated Pico machine.deepsleep ends in
+a watchdog reset and the emulator is powered on again: nothing survives in its RAM):
 commands sent by an SP publisher at random times all reach it, each at its next wake at
 the latest, none lost, none twice, in order; while it sleeps the bridge's status says it
 is asleep and when it is expected back (docs/protocols/sleep.md)."""
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pynng
+import pytest
 
 from e2e import (
     Publisher,
@@ -25,7 +27,7 @@ from e2e import (
 )
 from pubmote.gateway.status import asleep_note, status_line
 
-CYCLES = 10
+CYCLES = {"unix": 10, "pico": 3}
 
 
 class TimedLines:
@@ -52,13 +54,20 @@ class TimedLines:
         self.sock.close()
 
 
-def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", sorted(CYCLES))
+def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path, kind: str) -> None:
+    cycles = CYCLES[kind]
+    if kind == "pico":
+        from pubmote.boards import fwbuild
+
+        fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
+
     async def run() -> None:
         urls: dict[str, Any] = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
                                                 "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
         extra = {"sleep_ms": 1000, "awake_ms": 300}
         async with bridge_with_boards(tmp_path, 1, app="sleepy_app", extra=extra,
-                                      **urls) as bridge:
+                                      sim_kind=kind, **urls) as bridge:
             await boards_registered(bridge, ["sim1"])
             col = TimedLines(urls["sp_pub"][0], b"/sleepy/sim1/")
             pub = Publisher(urls["sp_sub"][0])
@@ -66,12 +75,12 @@ def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> N
                 await sp_connected(bridge)
                 awake = b"/sleepy/sim1/awake|"
                 n0 = len(col.of(awake))
-                await wait_until(lambda: len(col.of(awake)) > n0, 30, "the board's wake")
+                await wait_until(lambda: len(col.of(awake)) > n0, 90, "the board's wake")
                 rng = random.Random(31)
                 sent: list[tuple[float, bytes]] = []
                 seen_asleep = []
                 k = 0
-                while len(col.of(awake)) < n0 + 1 + CYCLES:
+                while len(col.of(awake)) < n0 + 1 + cycles:
                     await asyncio.sleep(rng.uniform(0.05, 0.6))
                     cmd = b"c%d" % k
                     k += 1
@@ -82,7 +91,7 @@ def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> N
                         seen_asleep.append((asleep_note(b), status_line(bridge)))
                 want = [c for _, c in sent]
                 got_prefix = b"/sleepy/sim1/got|"
-                await wait_until(lambda: len(col.of(got_prefix)) >= len(want), 30,
+                await wait_until(lambda: len(col.of(got_prefix)) >= len(want), 90,
                                  "every command at the board")
                 await asyncio.sleep(0.5)  # a command delivered twice would show by now
                 got = col.of(got_prefix)
@@ -95,13 +104,13 @@ def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> N
                     after = [t for t in wakes if t > t_sent]
                     if len(after) >= 2:
                         assert t_got < after[1], "%r came a wake late" % cmd
-                assert len(wakes) >= CYCLES
+                assert len(wakes) >= cycles
                 assert seen_asleep, "the board was never seen asleep"
                 note, line = seen_asleep[0]
                 assert note is not None and note.startswith("asleep, expected back")
                 assert "asleep 1: sim1 (asleep, expected back" in line
                 c = bridge.hub.stats()
-                assert c["sleeps"] >= CYCLES and c["wakes"] >= CYCLES - 1
+                assert c["sleeps"] >= cycles and c["wakes"] >= cycles - 1
                 assert c["sleep_dropped"] == 0 and c["sleep_expired"] == 0
             finally:
                 col.close()
