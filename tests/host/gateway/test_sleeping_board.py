@@ -1,6 +1,5 @@
 """A simulated board that deep-sleeps in a loop (1 s asleep, 300 ms awake; on the unix
-port its process ends and is started again, on the emulated Pico machine.deepsleep ends in
-a watchdog reset and the emulator is powered on again: nothing survives in its RAM):
+port its process ends and is started again, so nothing survives in the board's RAM):
 commands sent by an SP publisher at random times all reach it, each at its next wake at
 the latest, none lost, none twice, in order; while it sleeps the bridge's status says it
 is asleep and when it is expected back (docs/protocols/sleep.md)."""
@@ -27,7 +26,7 @@ from e2e import (
 )
 from pubmote.gateway.status import asleep_note, status_line
 
-CYCLES = {"unix": 10, "pico": 3}
+CYCLES = 10
 
 
 class TimedLines:
@@ -54,20 +53,16 @@ class TimedLines:
         self.sock.close()
 
 
-@pytest.mark.parametrize("kind", sorted(CYCLES))
-def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path, kind: str) -> None:
-    cycles = CYCLES[kind]
-    if kind == "pico":
-        from pubmote.boards import fwbuild
-
-        fwbuild.build("pico", progress=lambda line: None)  # cached: a copy when unchanged
+@pytest.mark.timeout(600)  # ten cycles, each a board process's start: slow on a busy box
+def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> None:
+    cycles = CYCLES
 
     async def run() -> None:
         urls: dict[str, Any] = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
                                                 "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
         extra = {"sleep_ms": 1000, "awake_ms": 300}
         async with bridge_with_boards(tmp_path, 1, app="sleepy_app", extra=extra,
-                                      sim_kind=kind, **urls) as bridge:
+                                      **urls) as bridge:
             await boards_registered(bridge, ["sim1"])
             col = TimedLines(urls["sp_pub"][0], b"/sleepy/sim1/")
             pub = Publisher(urls["sp_sub"][0])
