@@ -53,7 +53,8 @@ async def run(boards: int, records: int, rounds: int, profile: bool) -> None:
         f = _Face("tcp:%d" % i, hub.on_packet, hub.face_state)
         f.set_up(True)
         name = "v%d" % i
-        params = control.register_params(name, "/pubmote/node/" + name, [], [], True, None)
+        params = control.register_params(name, "/pubmote/node/" + name, [], [], True, None,
+                                         None)
         buf = bytearray(len(params) + 256)
         n = control.encode_register(buf, 0, name.encode(), params, -1, 4000, None, None, None)
         f.feed(framing.encode(bytes(buf[:n])))

@@ -36,7 +36,7 @@ class LightBoard:
         self.registered = asyncio.get_running_loop().create_future()
         self.reader = asyncio.create_task(self._read())
         params = control.register_params(self.board, "/pubmote/node/" + self.board, [], [],
-                                         True, None)
+                                         True, None, None)
         buf = bytearray(len(params) + 256)
         n = control.encode_register(buf, 0, self.board.encode(), params, -1, 4000, None,
                                     None, None)

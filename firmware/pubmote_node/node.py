@@ -176,6 +176,28 @@ class Node:
             if not self._soft:
                 self._soft.clear()  # frees its grown table, as exchange.express does
 
+    async def sleep(self, ms):
+        """Deep-sleep for ms milliseconds: the bridge is told and keeps this board's
+        session, holding what is published for it until it is back (docs/protocols/
+        sleep.md). The board wakes through main.py with nothing of its RAM, so this call
+        returns only when the sleep was called off: False, because messages the app has
+        not taken yet arrived for it meanwhile (take them, then sleep again).
+        (sleep.py: loaded at the first call.)"""
+        from .sleep import sleep
+
+        return await sleep(self, ms)
+
+    def sending(self):
+        """How many of the app's messages wait for the bridge (soft state, outbox)."""
+        return len(self._soft) + (len(self._outbox) if self._outbox is not None else 0)
+
+    def unread(self):
+        """How many received messages wait in the app's subscriptions."""
+        n = 0
+        for s in self._subs:
+            n += s.pending()
+        return n
+
     def directed(self):
         """The queue of directed messages for this board: `msg = await q.recv()` gives a
         Directed. Messages the bridge addresses here arrive whatever the filters are."""

@@ -27,6 +27,11 @@ class Session:
     What it uses of the node: name, prefix, config, counters, timeout_ms, port, exchange
     and filters(); served is the node's list of (name prefix, handler) it registers too."""
 
+    # the sleep announced (ms, sleep.py) while the board gets ready for it: keepalives say
+    # it again, so none tells the bridge it is awake (an instance attribute only then: no
+    # slot in every board's session for it)
+    sleeping = None
+
     def __init__(self, node, on_packet, served, signer, key, wlan):
         from pubmote_wire.rand import urandom
 
@@ -101,7 +106,7 @@ class Session:
         missed = 0
         port = self._node.port
         while port.up:
-            if await self._register():
+            if await self.register(self.sleeping):
                 missed = 0
                 self.connected = True
             else:
@@ -114,7 +119,9 @@ class Session:
             await wait_ms(self.wake, self._node.config.get("keepalive_ms", _KEEPALIVE_MS)
                           if self.connected else _RETRY_MS)
 
-    async def _register(self):
+    async def register(self, sleep_ms):
+        """Register once; True when the bridge answered. sleep_ms: announce that the board
+        sleeps that long once answered (sleep.py), else None."""
         # its imports here, not as module globals (each a board's heap): it runs once every
         # few seconds
         from pubmote_wire import control, name
@@ -127,7 +134,7 @@ class Session:
         batches = 2 if node.config.get("batch", True) and not key else 0
         params = control.register_params(node.name, name.to_uri(node.prefix), node.filters(),
                                          [name.to_uri(p) for p, _ in self._served], batches,
-                                         self._boot)
+                                         self._boot, sleep_ms)
         ex = node.exchange
         n = ex.encode(
             control.encode_register, node.name.encode(), params, -1, node.timeout_ms,

@@ -19,13 +19,17 @@ HELLO = b"\x08\x07pubmote\x08\x03ctl\x08\x05hello"  # /pubmote/ctl/hello
 # taken-times in their records, 1 without (docs/protocols/link-batch.md; the key is left
 # out when not offered); boot: a number the
 # board drew at start-up (below 2^24: a small int on every port), so the bridge tells a
-# restarted board, which lost what it was given, from one re-registering (None: left out).
-def register_params(board, prefix, filters, serve, batch, boot):
+# restarted board, which lost what it was given, from one re-registering (None: left out);
+# sleep_ms: the board goes to sleep for that long once answered, and the bridge keeps its
+# session meanwhile (docs/protocols/sleep.md; None: left out, the board is awake).
+def register_params(board, prefix, filters, serve, batch, boot, sleep_ms):
     info = {"name": board, "prefix": prefix, "filters": filters, "serve": serve}
     if batch:
         info["batch"] = 2 if batch == 2 else 1
     if boot is not None:
         info["boot"] = boot
+    if sleep_ms is not None:
+        info["sleep"] = sleep_ms
     return cbor.dumps(info)
 
 
@@ -41,8 +45,8 @@ def encode_register(buf, off, board, params, nonce, lifetime_ms, signer, sig_non
 
 
 # The bridge's reading of register_params: (board name, prefix Name, filters as bytes,
-# served Names, at most 8, the batch form offered (0: none, 1, 2), boot number or None).
-# DecodeError
+# served Names, at most 8, the batch form offered (0: none, 1, 2), boot number or None,
+# the sleep it announces in ms or None). DecodeError
 # for anything but the map the page describes.
 def decode_register_params(params):
     from .errors import DecodeError
@@ -64,10 +68,15 @@ def decode_register_params(params):
     boot = info.get("boot")
     if boot is not None and (type(boot) is not int or boot < 0 or boot >= 16777216):
         raise DecodeError("boot is not a number below 2^24")
+    sleep_ms = info.get("sleep")
+    if sleep_ms is not None and (type(sleep_ms) is not int or sleep_ms < 0
+                                 or sleep_ms >= 4294967296):
+        raise DecodeError("sleep is not a number of ms below 2^32")
     served = []
     for s in serve[:8]:  # a board serves at most 8 prefixes besides its own
         served.append(name.from_uri(s))  # DecodeError for a non-str or a bad URI
-    return board, name.from_uri(prefix), filters, served, _batch_form(info), boot
+    return (board, name.from_uri(prefix), filters, served, _batch_form(info), boot,
+            sleep_ms)
 
 
 # The link batch form a registration or its reply names: 0 (none), 1 (records without

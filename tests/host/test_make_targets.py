@@ -184,6 +184,11 @@ BENCH_LINES = {
                           r"update_broken, --timeout 10: 3/3 boards rolled back",
                           r"update_hang, --timeout 10: 3/3 boards rolled back",
                           r"power cut at a random point of 2 updates: 2/2 boots on a whole app"],
+    "gateway/sleep.py": [r"sleeping board: 3 cycles of 1.0 s asleep / 300 ms awake",
+                         r"commands sent \d+ \(\d+ while asleep\), delivered \d+, lost 0, "
+                         r"twice 0, out of order 0, a wake late 0",
+                         r"delivery delay after wake .*: median \d+ ms, p95 \d+ ms",
+                         r"bridge: sleeps \d+, wakes \d+"],
     "firmware/run.py": [r"publishing 100 messages", r"wasm 32-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"unix port 64-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"peak live while publishing: \d+"],

@@ -23,7 +23,7 @@ PREFIX = "/pubmote/node/b1"
 
 
 def _register(nonce):
-    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False, None)
+    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False, None, None)
     buf = bytearray(256)
     n = control.encode_register(buf, 0, b"b1", params, nonce, 1500, None, None, None)
     return bytes(buf[0:n])
@@ -48,7 +48,7 @@ def test_register_signed_with_the_boards_key():
     from pubmote_wire.hmac256 import HmacSigner
 
     key = b"k" * 32
-    params = control.register_params("b1", PREFIX, [], [], False, None)
+    params = control.register_params("b1", PREFIX, [], [], False, None, None)
     buf = bytearray(300)
     n = control.encode_register(buf, 0, b"b1", params, 1, 1500, HmacSigner(key), b"12345678",
                                 1700000000000)
@@ -60,10 +60,10 @@ def test_register_signed_with_the_boards_key():
 
 def test_register_params_round_trip():
     params = control.register_params("b1", PREFIX, [b"/cmd/", b""], ["/b1/data", "/b1/x"],
-                                     False, 12345)
-    board, prefix, filters, served, batch, boot = control.decode_register_params(params)
+                                     False, 12345, None)
+    board, prefix, filters, served, batch, boot, sleep_ms = control.decode_register_params(params)
     assert board == "b1" and prefix == name.from_uri(PREFIX) and batch == 0
-    assert boot == 12345
+    assert boot == 12345 and sleep_ms is None
     assert filters == [b"/cmd/", b""]
     assert served == [name.from_uri("/b1/data"), name.from_uri("/b1/x")]
     # what the bridge reads from the page's packet
@@ -72,17 +72,26 @@ def test_register_params_round_trip():
 
 
 def test_register_params_optional_lists():
-    board, _, filters, served, batch, boot = control.decode_register_params(
+    board, _, filters, served, batch, boot, sleep_ms = control.decode_register_params(
         cbor.dumps({"name": "b2", "prefix": "/p"}))
-    assert (board, filters, served, batch, boot) == ("b2", [], [], 0, None)
+    assert (board, filters, served, batch, boot, sleep_ms) == ("b2", [], [], 0, None, None)
+
+
+def test_sleep_announced():
+    # a registration that says the board sleeps for sleep_ms once answered
+    # (docs/protocols/sleep.md); the key is there only when announced
+    params = control.register_params("b1", PREFIX, [b"/cmd/"], [], False, 7, 10000)
+    assert cbor.loads(params)["sleep"] == 10000
+    assert control.decode_register_params(params)[6] == 10000
+    assert control.decode_register_params(params)[5] == 7
 
 
 def test_batch_offer_and_acceptance():
     # link batches (docs/protocols/link-batch.md): the key is there only when offered
-    offer = control.register_params("b1", PREFIX, [], [], True, None)
+    offer = control.register_params("b1", PREFIX, [], [], True, None, None)
     assert cbor.loads(offer)["batch"] == 1
     assert control.decode_register_params(offer)[4] == 1
-    assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False, None))
+    assert "batch" not in cbor.loads(control.register_params("b1", PREFIX, [], [], False, None, None))
     taken = control.reply_content("/g", 5, True)
     assert control.decode_reply(taken) == ("/g", 5, 1)
     assert "batch" not in cbor.loads(control.reply_content("/g", 5, False))
@@ -91,7 +100,7 @@ def test_batch_offer_and_acceptance():
 def test_timed_batch_form():
     # form 2: records with taken-times (docs/protocols/event-time.md); a later form is
     # read as the latest known, so a newer board still gets batches
-    offer = control.register_params("b1", PREFIX, [], [], 2, None)
+    offer = control.register_params("b1", PREFIX, [], [], 2, None, None)
     assert cbor.loads(offer)["batch"] == 2
     assert control.decode_register_params(offer)[4] == 2
     later = cbor.dumps({"name": "b1", "prefix": PREFIX, "batch": 3})
@@ -103,7 +112,7 @@ def test_timed_batch_form():
 
 def test_register_serves_at_most_eight():
     many = ["/s/%d" % k for k in range(12)]
-    params = control.register_params("b", "/p", [], many, False, None)
+    params = control.register_params("b", "/p", [], many, False, None, None)
     served = control.decode_register_params(params)[3]
     assert served == [name.from_uri(u) for u in many[0:8]]
 
@@ -125,6 +134,9 @@ def test_register_params_malformed():
         cbor.dumps({"name": "b", "prefix": "/p", "boot": -1}),
         cbor.dumps({"name": "b", "prefix": "/p", "boot": 16777216}),
         cbor.dumps({"name": "b", "prefix": "/p", "boot": "7"}),
+        cbor.dumps({"name": "b", "prefix": "/p", "sleep": -1}),
+        cbor.dumps({"name": "b", "prefix": "/p", "sleep": 4294967296}),
+        cbor.dumps({"name": "b", "prefix": "/p", "sleep": 1.5}),
     )
     for b in bad:
         raises(DecodeError, control.decode_register_params, b)

@@ -13,8 +13,9 @@
 // FILE, every erase and program written through before the firmware sees it done, so a
 // board killed at any moment (a power cut) boots again from FILE with --flash-in FILE.
 //
-// The runner exits with status 75 when the firmware resets the chip (machine.reset(): the
-// watchdog), for its supervisor to start it again from --flash-out.
+// The runner exits with status 75 when the firmware resets the chip through the watchdog
+// (machine.reset(), and machine.deepsleep()'s wake-up), for its supervisor to start it
+// again from --flash-out.
 //
 // usage: node pico.mjs --bootrom R.bin [--firmware F.bin] [--fs IMG --fs-offset N]
 //          [--flash-in FILE] [--flash-out FILE] [--flash-bytes 2097152] [--baud 115200]

@@ -115,6 +115,16 @@ def add_flags(b: argparse.ArgumentParser) -> None:
     b.add_argument("--require-signed", action="append", default=[], metavar="PREFIX",
                    help="topics under PREFIX accept only HmacWithSha256-signed, fresh, "
                         "never-replayed notifies and Data from boards with a key (repeatable)")
+    b.add_argument("--sleep-queue-max", metavar="N",
+                   help="messages the bridge holds for a board asleep (node.sleep), the "
+                        "oldest dropped and counted beyond (default 64; "
+                        "docs/protocols/sleep.md)")
+    b.add_argument("--sleep-queue-bytes", metavar="N",
+                   help="bytes held for a board asleep, topic and payload plus 64 a message "
+                        "(default 16384)")
+    b.add_argument("--session-expiry-s", metavar="S",
+                   help="a board asleep and not back S seconds after it said it would be is "
+                        "forgotten with its queue (default 3600)")
     b.add_argument("--journal", metavar="DIR",
                    help="record every relayed message and what became of it (JSON lines) "
                         "in DIR for the data pipeline; files appear when rotated")

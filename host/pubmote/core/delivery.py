@@ -5,12 +5,14 @@ when the board fetches it, and journaled as delivered, nacked or dropped."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 
 from pubmote.core.exchange import OVERHEAD, SIGNER, Exchange
 from pubmote.core.messages import Message
 from pubmote.core.records import JournalFeed
 from pubmote.core.registry import BoardState
+from pubmote.core.sleepers import SleepSessions
 from pubmote.core.tasks import TaskSet
 from pubmote_wire import name as ndn_name
 from pubmote_wire import notify
@@ -21,13 +23,14 @@ class Delivery:
     message's Data while its notify is out."""
 
     def __init__(self, *, prefix: bytes, exchange: Exchange, feed: JournalFeed,
-                 tasks: TaskSet, retries: int, window: int) -> None:
+                 tasks: TaskSet, retries: int, window: int, sleepers: SleepSessions) -> None:
         self._prefix = prefix
         self._exchange = exchange
         self._feed = feed
         self._tasks = tasks
         self._retries = retries
         self._window = window
+        self._sleepers = sleepers
         self._serve: dict[bytes, bytes] = {}  # our NotifyNonce -> msg Data, until acked
 
     def start(self, b: BoardState) -> asyncio.Task[None]:
@@ -44,8 +47,11 @@ class Delivery:
             while not b.outbox:
                 b.wake.clear()
                 await b.wake.wait()
-            if not b.face.up or b.down:  # down: its face may carry another board by now
-                await asyncio.sleep(0.2)
+            # down: its face may carry another board by now; asleep: held until it wakes
+            if not b.face.up or b.down or b.asleep_since is not None:
+                b.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(b.wake.wait(), 0.2)
                 continue
             msg = b.outbox.popleft()
             await sem.acquire()
@@ -76,6 +82,10 @@ class Delivery:
                     return
                 if not b.face.up:
                     break
+            if b.asleep_since is not None:
+                # it fell asleep with this notify out: it goes first at the next wake
+                self._sleepers.requeue(b, msg)
+                return
             b.counters["deliver_failed"] += 1
             self._feed.outcome(msg, b.name, "nacked" if nacked else "dropped")
         finally:

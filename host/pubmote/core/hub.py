@@ -12,6 +12,7 @@ and journaling (docs/architecture.md lists it)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -32,6 +33,7 @@ from pubmote.core.records import JournalFeed
 from pubmote.core.registrar import Registrar
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
 from pubmote.core.relay import Relay
+from pubmote.core.sleepers import SleepSessions
 from pubmote.core.tasks import TaskSet, count_fault
 from pubmote.core.topic_table import TopicTable
 from pubmote_wire import control, lp, notify
@@ -61,7 +63,10 @@ class Hub:
 
     def __init__(self, *, gateway: str = "gw", timeout_ms: int = 2000, retries: int = 3,
                  board_queue_len: int = 64, window: int = 4, batch_link: bool = True,
-                 limits: Limits | None = None, hits: LimitHits | None = None) -> None:
+                 limits: Limits | None = None, hits: LimitHits | None = None,
+                 sleep_queue_max: int = 64, sleep_queue_bytes: int = 16384,
+                 session_expiry_s: float = 3600.0,
+                 sleep_clock_s: Callable[[], float] = time.time) -> None:
         self.gateway = gateway
         self.prefix = ndn_name.from_uri("/pubmote/gw/%s" % gateway)
         self.limits = lim = limits if limits is not None else Limits()
@@ -95,11 +100,17 @@ class Hub:
         self._gate = AckGate()
         self._feed = JournalFeed(self.counters)
         self._exchange = Exchange(self.fwd, timeout_ms=timeout_ms)
+        self._sleepers = SleepSessions(queue_max=sleep_queue_max, queue_bytes=sleep_queue_bytes,
+                                       expiry_s=session_expiry_s, counters=self.counters,
+                                       feed=self._feed, forget=self._session_expired,
+                                       watch=self._watch_sleepers, clock_s=sleep_clock_s)
+        self._sweeping: asyncio.Task[None] | None = None
         self._relay = Relay(boards=self.boards, app_subs=self.app_subs, topics=self.topics,
-                            counters=self.counters, feed=self._feed, gate=self._gate)
+                            counters=self.counters, feed=self._feed, gate=self._gate,
+                            sleepers=self._sleepers)
         self._delivery = Delivery(prefix=self.prefix, exchange=self._exchange,
                                   feed=self._feed, tasks=self._tasks, retries=retries,
-                                  window=window)
+                                  window=window, sleepers=self._sleepers)
         self._intake = NotifyIntake(boards=self.boards, policy=self._policy, fwd=self.fwd,
                                     exchange=self._exchange, publish=self._relay.publish,
                                     gate=self._gate, feed=self._feed, counters=self.counters,
@@ -109,7 +120,31 @@ class Hub:
                                     delivery=self._delivery, feed=self._feed,
                                     counters=self.counters, hits=self.hits,
                                     max_boards=lim.max_boards, queue_len=board_queue_len,
-                                    batch_link=batch_link, clock_ms=self._clock)
+                                    batch_link=batch_link, clock_ms=self._clock,
+                                    sleepers=self._sleepers)
+
+    def _session_expired(self, b: BoardState, why: str) -> None:
+        log.info("board %s: its sleep session expired (%s); forgotten with %d queued", b.name,
+                 why, len(b.outbox))
+        self._registrar.forget(b, "session_expired")
+
+    def _watch_sleepers(self) -> None:
+        # a board fell asleep: expired sessions are swept every second while any sleeps
+        if self._sweeping is None or self._sweeping.done():
+            try:
+                self._sweeping = self._tasks.spawn(self._sweep_sleepers())
+            except RuntimeError:  # no event loop (a test driving the hub by hand)
+                self._sweeping = None
+
+    async def _sweep_sleepers(self) -> None:
+        while len(self._sleepers):
+            await asyncio.sleep(1.0)
+            self.sweep_sessions()
+
+    def sweep_sessions(self) -> int:
+        """End the sleep sessions past their expiry (each second while a board sleeps);
+        the number ended."""
+        return self._sleepers.sweep()
 
     def _policy(self) -> BoardAuth | None:
         return self.auth

@@ -20,6 +20,7 @@ from pubmote.core.limits import LimitHits
 from pubmote.core.records import JournalFeed
 from pubmote.core.registry import BoardInfo, BoardState, HubFace
 from pubmote.core.relay import Relay
+from pubmote.core.sleepers import SleepSessions
 from pubmote.core.tasks import count_fault
 from pubmote_wire import control
 from pubmote_wire import data as ndn_data
@@ -29,8 +30,9 @@ from pubmote_wire.errors import DecodeError
 from pubmote_wire.hmac256 import HmacSigner
 
 log = logging.getLogger("pubmote.hub")
-# a registration's board name, prefix, filters, served prefixes, batch form and boot id
-RegisterParams = tuple[str, bytes, list[bytes], list[bytes], int, int | None]
+# a registration's board name, prefix, filters, served prefixes, batch form, boot id and
+# announced sleep (ms)
+RegisterParams = tuple[str, bytes, list[bytes], list[bytes], int, int | None, int | None]
 
 # a board without a key that was heard this recently holds its name against registrations
 # from other connections (three of its keepalives, 3 s each by default)
@@ -44,7 +46,7 @@ class Registrar:
                  policy: Callable[[], BoardAuth | None], fwd: Forwarder, relay: Relay,
                  delivery: Delivery, feed: JournalFeed, counters: dict[str, int],
                  hits: LimitHits, max_boards: int, queue_len: int, batch_link: bool,
-                 clock_ms: Callable[[], int]) -> None:
+                 clock_ms: Callable[[], int], sleepers: SleepSessions) -> None:
         self._prefix = prefix
         self._boards = boards
         self._policy = policy
@@ -58,6 +60,7 @@ class Registrar:
         self._queue_len = queue_len
         self.batch_link = batch_link  # accept link batches from boards that offer them
         self._clock_ms = clock_ms  # the gateway's clock, which boards take at registration
+        self._sleepers = sleepers
         # called with each board as it (re)registers: retained topics hand it last values
         self._hooks: list[Callable[[BoardInfo], None]] = []
 
@@ -92,7 +95,7 @@ class Registrar:
         params = self._params(face, i, nm)
         if params is None:
             return
-        bname, prefix, filters, serves, offers_batch, boot = params
+        bname, prefix, filters, serves, offers_batch, boot, sleep_ms = params
         auth = self._policy()
         key = auth.keys.get(bname) if auth is not None else None
         if key is not None and auth is not None and auth.interest_refusal(
@@ -144,6 +147,7 @@ class Registrar:
         b.routes = [p for p in wanted if self._fwd.add_route(p, face)]
         if b.worker is None or b.worker.done():
             b.worker = self._delivery.start(b)
+        self._sleep_state(b, sleep_ms)
         info = b.info()
         for hook in list(self._hooks):
             try:
@@ -159,6 +163,14 @@ class Registrar:
         reply = ndn_data.encode(nm, content, freshness_ms=0,
                                 signer=HmacSigner(key) if key is not None else SIGNER)
         face.send_packet(reply)
+
+    def _sleep_state(self, b: BoardState, sleep_ms: int | None) -> None:
+        # a sleep announced: its session and queue are held until it registers again
+        if sleep_ms is not None:
+            self._sleepers.fall_asleep(b, sleep_ms)
+        elif b.asleep_since is not None:
+            self._sleepers.wake(b)
+            self._feed.event("board_awake", b.name, b.face.label)
 
     def _anonymous_refused(self, auth: BoardAuth, face: HubFace, bname: str) -> bool:
         """A board without a key registers only where anonymous boards are allowed, and
@@ -187,26 +199,36 @@ class Registrar:
         b.routes = []
 
     def _evict_longest_down(self, newcomer: str) -> bool:
-        """Make room in a full board table: forget the board down the longest (its queue
-        is dropped, journaled); False when every board is up."""
+        """Make room in a full board table: forget the board down the longest, one asleep
+        only when every board down is (its queue is dropped, journaled); False when every
+        board is up."""
         down = [b for b in self._boards.values() if b.down or not b.face.up]
         if not down:
             return False
         b = min(down, key=_down_since)
-        del self._boards[b.name]
+        self._sleepers.forgotten(b)
+        self.forget(b, "board_evicted")
+        self._counters["boards_evicted"] += 1
+        self._hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s",
+                      b.name, time.monotonic() - b.down_since, newcomer)
+        return True
+
+    def forget(self, b: BoardState, event: str) -> None:
+        """Take b out of the board table: its delivery stopped, its queue dropped
+        (journaled), its routes gone; journaled as `event`."""
+        if self._boards.get(b.name) is b:
+            del self._boards[b.name]
         self._relay.reindex()  # the filter index still holds it
         if b.worker is not None:
             b.worker.cancel()
         while b.outbox:
             self._feed.outcome(b.outbox.popleft(), b.name, "dropped")
+        self._drop_routes(b)
         if b.face.board == b.name:
             b.face.board = None
-        self._counters["boards_evicted"] += 1
-        self._hits.hit("max_boards", "board %s (down %.0f s) forgotten to make room for %s",
-                      b.name, time.monotonic() - b.down_since, newcomer)
-        self._feed.event("board_evicted", b.name, b.face.label)
-        return True
+        self._feed.event(event, b.name, b.face.label)
 
 
-def _down_since(b: BoardState) -> float:
-    return b.down_since
+def _down_since(b: BoardState) -> tuple[bool, float]:
+    # a board asleep (its session kept: sleepers.py) goes after every other board down
+    return b.asleep_since is not None, b.down_since

@@ -49,6 +49,10 @@ class BoardState:
         self.routes: list[bytes] = []  # the FIB prefixes it registered (its own, served)
         self.batch = 0  # its link batch form, 0: none (docs/protocols/link-batch.md)
         self.boot: int | None = None  # drawn by the board at start-up: new after a restart
+        # set while the board sleeps (sleepers.py): when it said so, and when it is due back
+        # (the sleep sessions' clock, time.time by default)
+        self.asleep_since: float | None = None
+        self.wake_due = 0.0
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()
@@ -84,14 +88,18 @@ class BoardInfo:
     board's filters as they were then."""
 
     __slots__ = ("name", "face_id", "face_label", "face_kind", "up", "filters", "counters",
-                 "registered_at", "last_seen", "registrations", "boot", "_filter")
+                 "registered_at", "last_seen", "registrations", "boot", "asleep",
+                 "wake_due", "_filter")
 
     def __init__(self, b: BoardState) -> None:
         self.name = b.name
         self.face_id = b.face.face_id
         self.face_label = b.face.label
         self.face_kind = b.face.kind
-        self.up = b.face.up and not b.down
+        # asleep: its session is kept (docs/protocols/sleep.md), due back at wake_due
+        self.asleep = b.asleep_since is not None
+        self.wake_due = b.wake_due if self.asleep else None
+        self.up = b.face.up and not b.down and not self.asleep
         self.filters = tuple(b.filters)
         self.counters = dict(b.counters)
         self.registered_at = b.registered_at

@@ -1,7 +1,8 @@
 """The hub's one fan-out: every message that reaches the hub, from a board, an NDN app, an
 SP publisher, the mesh or the DHT, goes to the publish hooks, then every listener (SP PUB
 clients, the journal, the view) and every board whose nanomsg-style filters match
-`<topic URI>|<payload>`; each board's queue drops its oldest when full, journaled."""
+`<topic URI>|<payload>`; each board's queue drops its oldest when full, journaled (a
+sleeping board's queue is held in its own bounds: sleepers.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pubmote.core.filter_index import FilterIndex
 from pubmote.core.messages import Listener, Message
 from pubmote.core.records import JournalFeed
 from pubmote.core.registry import BoardState
+from pubmote.core.sleepers import SleepSessions
 from pubmote.core.tasks import count_fault
 from pubmote.core.topic_table import TopicTable
 
@@ -27,13 +29,14 @@ class Relay:
 
     def __init__(self, *, boards: dict[str, BoardState], app_subs: dict[int, BoardState],
                  topics: TopicTable, counters: dict[str, int], feed: JournalFeed,
-                 gate: AckGate) -> None:
+                 gate: AckGate, sleepers: SleepSessions) -> None:
         self._boards = boards
         self._app_subs = app_subs
         self._topics = topics
         self._counters = counters
         self._feed = feed
         self._gate = gate
+        self._sleepers = sleepers
         self._listeners: list[Listener] = []
         # see every message before fan-out; a hook returning True has taken it over
         # (directed messages: the mesh relay routes them itself)
@@ -131,6 +134,9 @@ class Relay:
         return True
 
     def enqueue(self, b: BoardState, msg: Message) -> None:
+        if b.asleep_since is not None:  # held for its wake, in the sleep bounds
+            self._sleepers.admit(b, msg)
+            return
         dropped = b.enqueue(msg)  # a full outbox drops its oldest message: journaled
         if dropped is not None:
             self._feed.outcome(dropped, b.name, "dropped")

@@ -81,7 +81,9 @@ class Bridge:
         self.hits = LimitHits()  # every limit hit, by key: the status line and the view
         self.hub = Hub(gateway=cfg["gateway"], timeout_ms=cfg["timeout_ms"],
                        board_queue_len=cfg["board_queue_len"], limits=self.limits,
-                       hits=self.hits)
+                       hits=self.hits, sleep_queue_max=cfg["sleep_queue_max"],
+                       sleep_queue_bytes=cfg["sleep_queue_bytes"],
+                       session_expiry_s=cfg["session_expiry_s"])
         self.faces: list[BoardFace] = []
         self.tcp: list[StreamListener] = []
         self.udp: list[UdpServer] = []

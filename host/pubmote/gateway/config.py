@@ -50,6 +50,11 @@ KEYS: dict[str, tuple[Any, Any, str]] = {
     "require_signed": ([], "ndn_name", "topic prefixes that take only signed messages"),
     "timeout_ms": (2000, ("int", 1), "how long a board's answer may take"),
     "board_queue_len": (64, ("int", 1), "messages queued per board"),
+    # sleeping boards' sessions (core/sleepers.py, docs/protocols/sleep.md)
+    "sleep_queue_max": (64, ("int", 1, 65536), "messages held for a sleeping board"),
+    "sleep_queue_bytes": (16384, ("int", 1, 1 << 26), "bytes held for a sleeping board"),
+    "session_expiry_s": (3600.0, "seconds", "a sleeping board overdue this long is "
+                         "forgotten with its queue"),
     "journal": (None, "folder_out", "the folder the journal of relayed messages goes to"),
     "journal_max_bytes": (8 << 20, ("int", 1), "journal files rotate at this size"),
     "journal_max_age": (60.0, "seconds", "journal files rotate after this many seconds"),

@@ -4,8 +4,10 @@ wrong with a board face (a simulated board whose app crashed)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from pubmote.core.registry import BoardInfo
 from pubmote_wire import sp
 
 # the bridge is gateway.bridge.Bridge, which imports this module: typed as Any here
@@ -47,6 +49,16 @@ def listeners(bridge: Bridge) -> list[str]:
     if bridge.retained is not None and bridge.retained.node.transport is not None:
         out.append("DHT udp %s" % _bound(bridge.retained.node.transport))
     return out
+
+
+def asleep_note(b: BoardInfo, now: float | None = None) -> str | None:
+    """"asleep, expected back in ~N s" (or "N s late") for a board asleep, else None."""
+    if not b.asleep or b.wake_due is None:
+        return None
+    back_s = b.wake_due - (time.time() if now is None else now)
+    if back_s >= 0:
+        return "asleep, expected back in ~%.0f s" % max(back_s, 1.0)
+    return "asleep, expected back %.0f s ago" % -back_s
 
 
 def board_problems(bridge: Bridge) -> dict[int, str]:
@@ -100,6 +112,9 @@ def status_line(bridge: Bridge) -> str:
             down.append(f.label + (" (%s)" % why if why else ""))
     c = hub.stats()
     parts = ["boards up %d: %s" % (len(boards), ", ".join(boards) or "-")]
+    asleep = ["%s (%s)" % (b.name, asleep_note(b)) for b in hub.board_infos() if b.asleep]
+    if asleep:
+        parts.append("asleep %d: %s" % (len(asleep), ", ".join(sorted(asleep))))
     if down:
         parts.append("down: %s" % "; ".join(down))
     parts.append("messages %d, bad packets %d, fetch failures %d, bad frames %d" % (

@@ -23,7 +23,7 @@ from rich.text import Text
 from pubmote.core import cbor
 from pubmote.core.display import printable
 from pubmote.gateway.recent import RecentWarnings
-from pubmote.gateway.status import board_problems, network_parts
+from pubmote.gateway.status import asleep_note, board_problems, network_parts
 
 if TYPE_CHECKING:
     from pubmote.gateway.bridge import Bridge
@@ -70,6 +70,9 @@ def _board_row(boards: Table, face: Any, b: Any, crash: str | None, bridge: Brid
             state.append(" (%s)" % printable(str(why)) if why else " (not registered)")
         boards.add_row("?", _t(face.label), state, "", "", "", str(face.bad_frames()), "")
         return
+    note = asleep_note(b)
+    if note is not None and crash is None:  # its session kept (docs/protocols/sleep.md)
+        state = Text(note, style="yellow")
     _update_note(bridge, b.name, state)
     c = b.counters
     boards.add_row(_t(b.name), _t(face.label), state, str(c["published"]),
@@ -135,12 +138,22 @@ class View:
         boards.add_column("filters", overflow="fold")
         by_face = {b.face_id: b for b in bridge.hub.board_infos()}
         problems = board_problems(bridge)
-        for face in bridge.all_faces():
+        faces = bridge.all_faces()
+        for face in faces:
             try:
                 _board_row(boards, face, by_face.get(face.face_id), problems.get(face.face_id),
                            self.bridge)
             except Exception:  # noqa: BLE001 - one row must not take the view down
                 self._row_failed(boards, "boards", 8)
+        # a board asleep whose link closed when it went (a WiFi board): its session is kept
+        shown = {f.face_id for f in faces}
+        for b in by_face.values():
+            note = asleep_note(b)
+            if note is not None and b.face_id not in shown:
+                boards.add_row(_t(b.name), _t(b.face_label), Text(note, style="yellow"),
+                               str(b.counters["published"]), str(b.counters["delivered"]),
+                               str(b.counters["dropped"] + b.counters["deliver_failed"]), "",
+                               "")
         return boards
 
     def _topics(self) -> Table:

@@ -6,7 +6,9 @@ Records (one JSON line each; see host/pubmote/core/journal.py and core/records.p
   outcome   relayed (one per message, with `payload` hex) | delivered | dropped |
             nacked (one per message and egress, with `egress` and `latency_ms`) |
             fetch_failed (a board announced a message the bridge could not fetch) |
-            board_up (`reconnect` true when not the first) | board_down
+            board_up (`reconnect` true when not the first) | board_down |
+            board_asleep | board_awake | session_expired (docs/protocols/sleep.md) |
+            board_evicted
   t_bridge  ms since the epoch when the bridge received the message (the event time; all
             records of one message share it) or when the board event happened
   t_board   the board's signature time (ms), when it signs

@@ -105,7 +105,7 @@ async def mesh_forgery(tmp: Path, scale: float = 1) -> dict[str, Any]:
 
 def _register(hub: Hub, face: StubFace, board: str, boot: int | None) -> None:
     params = control.register_params(board, "/pubmote/node/" + board, [b"/site/"], [],
-                                     False, boot)
+                                     False, boot, None)
     buf = bytearray(len(params) + 256)
     n = control.encode_register(buf, 0, board.encode(), params, -1, 1500, None, None, None)
     hub.on_packet(face, bytes(buf[:n]))

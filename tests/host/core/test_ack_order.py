@@ -89,7 +89,7 @@ def _notify(topic: str, nonce: bytes, inline: bytes | None) -> bytes:
 
 
 def _register(board: str, offers_batch: bool) -> bytes:
-    params = control.register_params(board, PUBLISHER, [b""], [], offers_batch, None)
+    params = control.register_params(board, PUBLISHER, [b""], [], offers_batch, None, None)
     buf = bytearray(300)
     n = control.encode_register(buf, 0, board.encode(), params, 1, 2000, None, None, None)
     return bytes(buf[:n])

@@ -29,7 +29,8 @@ def vectors(page: str = "control.md") -> dict[str, str]:
 
 
 def test_the_page_shows_the_codecs_bytes() -> None:
-    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], False, None)
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], False, None,
+                                     None)
     assert params == cbor.dumps({"name": "b1", "prefix": "/pubmote/node/b1",
                                  "filters": [b"/cmd/"], "serve": []})
     buf = bytearray(256)
@@ -42,6 +43,12 @@ def test_the_page_shows_the_codecs_bytes() -> None:
     assert vectors() == {"register": register.hex(), "register-reply": reply.hex(),
                          "hello": hello.hex()}
     assert ndn_name.to_uri(full).startswith("/pubmote/ctl/register/b1/params-sha256=")
+
+
+def test_the_sleep_page_shows_the_announcement() -> None:
+    params = control.register_params("b1", "/pubmote/node/b1", [b"/cmd/"], [], 0, 7, 10000)
+    assert cbor.loads(params)["sleep"] == 10000
+    assert vectors("sleep.md") == {"sleep-params": params.hex()}
 
 
 def test_the_filters_page_shows_sp_bytes() -> None:
