@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .columns import COLUMNS_GLOB, compact
 from .errors import Log, PipelineError
 from .schema import COLUMNS_SCHEMA
-from .transform import TABLES, prepare
+from .transform import LATE_MS, TABLE_NAMES, prepare, tables
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,7 +44,7 @@ def check_checkpoint(checkpoint: Path) -> None:
 
 def start(spark: SparkSession, journal: str | Path, out: str | Path,
           checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float,
-          max_files: int | None = None,
+          late_ms: float = LATE_MS, max_files: int | None = None,
           reading_key: str | None = None) -> list[StreamingQuery]:
     """Start one query per table; they run until stopped."""
     Path(journal).mkdir(parents=True, exist_ok=True)  # the bridge may start after us
@@ -57,10 +57,10 @@ def start(spark: SparkSession, journal: str | Path, out: str | Path,
     queries = []
     # One query (and one read of each new file) per table: a file sink is exactly-once only
     # as its query's only sink; one query writing both tables by foreachBatch would not be.
-    for name, fn in TABLES.items():
+    for name in TABLE_NAMES:
         sink = Path(out) / name
         check_sink(sink)
-        df = fn(prepare(reader.parquet(str(columns))), window, watermark)
+        df = tables(prepare(reader.parquet(str(columns))), window, watermark, late_ms)[name]
         queries.append(df.writeStream.queryName(name).format("parquet").outputMode("append")
                        .option("path", str(sink))
                        .option("checkpointLocation", str(Path(checkpoint) / name))
@@ -98,12 +98,13 @@ def _stop_all(queries: list[StreamingQuery], log: Log) -> None:
 
 def follow(spark: SparkSession, journal: str | Path, out: str | Path,
            checkpoint: str | Path, *, window: str, watermark: str, trigger_s: float = 5.0,
-           max_files: int | None = None, reading_key: str | None = None,
-           log: Log = print) -> int:
+           late_ms: float | None = None, max_files: int | None = None,
+           reading_key: str | None = None, log: Log = print) -> int:
     """Run the streaming queries until SIGINT/SIGTERM, printing each batch's progress;
     the exit status: 130 after SIGINT, 0 after SIGTERM."""
     queries = start(spark, journal, out, checkpoint, window=window, watermark=watermark,
-                    trigger_s=trigger_s, max_files=max_files, reading_key=reading_key)
+                    trigger_s=trigger_s, late_ms=LATE_MS if late_ms is None else late_ms,
+                    max_files=max_files, reading_key=reading_key)
     log("following %s -> %s (checkpoint %s); stop with Ctrl-C" % (journal, out, checkpoint))
     stop = threading.Event()
     got: list[int] = []
