@@ -5,10 +5,14 @@ make it exactly-once: killed at any moment (kill -9 included) and restarted with
 --out and --checkpoint, no window is lost or counted twice. Windows are written once the
 watermark passes their end (append mode), so the newest ones appear after `window +
 watermark` of event time. Read the sinks with Spark (spark.read.parquet), which follows
-_spark_metadata: files of a batch cut short by a kill are in the folder but not in it."""
+_spark_metadata: files of a batch cut short by a kill are in the folder but not in it.
+Each batch's progress line says its lag (lag.py: from the bridge putting the batch's
+oldest journal file in place to the batch's commit); a job falling behind says so every
+10 s, batch or not; the lag over the run is the job's last line but one."""
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import threading
 import time
@@ -17,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .columns import COLUMNS_GLOB, compact
 from .errors import Log, PipelineError
+from .lag import LagMeter
 from .schema import COLUMNS_SCHEMA
 from .transform import LATE_MS, TABLE_NAMES, prepare, tables
 
@@ -68,8 +73,21 @@ def start(spark: SparkSession, journal: str | Path, out: str | Path,
     return queries
 
 
-def _describe(name: str, p: dict[str, Any]) -> tuple[bool, str]:
-    """(anything happened, one progress line) for a batch's progress report."""
+# a journal file waiting longer than this is said, every WARN_EVERY_S, until read
+BEHIND_S = 10.0
+WARN_EVERY_S = 10.0
+
+
+def _done_ms(p: dict[str, Any]) -> float:
+    """When a batch finished: its start (progress `timestamp`, UTC) plus its duration."""
+    start = dt.datetime.fromisoformat(str(p["timestamp"]).replace("Z", "+00:00"))
+    return start.timestamp() * 1000 + float((p.get("durationMs") or {})
+                                            .get("triggerExecution") or 0)
+
+
+def _describe(name: str, p: dict[str, Any], lag_ms: float | None = None) -> tuple[bool, str]:
+    """(anything happened, one progress line) for a batch's progress report; `lag_ms`:
+    from the bridge putting the batch's oldest journal file in place to its commit."""
     wm = (p.get("eventTime") or {}).get("watermark", "-")
     ops = p.get("stateOperators") or []
     # append mode: a window leaves the state exactly when it is written to the sink
@@ -77,10 +95,13 @@ def _describe(name: str, p: dict[str, Any]) -> tuple[bool, str]:
     # a Spark Connect client's progress may leave the total out: its sources' sum
     rows_in = int(p.get("numInputRows") or sum(int(s.get("numInputRows") or 0)
                                                 for s in p.get("sources") or []))
+    late = sum(int(s.get("numRowsDroppedByWatermark") or 0) for s in ops)
     return bool(rows_in or closed), (
-        "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s"
+        "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s%s%s"
         % (name, p.get("batchId"), rows_in, closed,
-           sum(int(s.get("numRowsTotal") or 0) for s in ops), wm))
+           sum(int(s.get("numRowsTotal") or 0) for s in ops), wm,
+           ", lag %.1f s" % (lag_ms / 1000) if lag_ms is not None else "",
+           ", %d rows dropped by watermark" % late if late else ""))
 
 
 def _stop_all(queries: list[StreamingQuery], log: Log) -> None:
@@ -130,24 +151,38 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
     thread = threading.Thread(target=compactor, name="pubmote-compactor", daemon=True)
     thread.start()
     seen: dict[str, Any] = {}
+    meters = {q.name or "": LagMeter(journal, Path(checkpoint) / (q.name or "")) for q in queries}
+    warned = 0.0
     try:
         while not stop.wait(1.0):
             for q in queries:
+                name = q.name or ""
                 if not q.isActive:
                     err = q.exception()
-                    raise PipelineError("stream %s stopped: %s" % (q.name, err or "no error given"))
+                    raise PipelineError("stream %s stopped: %s" % (name, err or "no error given"))
                 p = q.lastProgress
-                if p and p.get("batchId") != seen.get(q.name or ""):
-                    seen[q.name or ""] = p.get("batchId")
-                    busy, line = _describe(q.name or "", dict(p))
+                if p and p.get("batchId") != seen.get(name):
+                    seen[name] = p.get("batchId")
+                    lag = meters[name].batch_done(int(p["batchId"]), _done_ms(dict(p)))
+                    busy, line = _describe(name, dict(p), lag)
                     if busy:
                         log(line)
+            now = time.time()
+            if now - warned >= WARN_EVERY_S:
+                # the slowest query's backlog: a job falling behind says so, batch or not
+                n, age_ms = max(m.waiting(now * 1000) for m in meters.values())
+                if n and age_ms > BEHIND_S * 1000:
+                    warned = now
+                    log("behind: %d journal file%s in no committed batch yet, the oldest "
+                        "put in place %.1f s ago" % (n, "" if n == 1 else "s", age_ms / 1000))
         if failed:
             raise PipelineError("compacting the journal failed: %s" % failed[0])
     finally:
         stop.set()
         thread.join()
         _stop_all(queries, log)
+        for name, m in meters.items():
+            log("%s: %s" % (name, m.summary()))
     log("stopped; restart with the same --out and --checkpoint to go on where it stopped")
     # as a shell reports it: 128 + SIGINT after Ctrl-C, 0 after SIGTERM (a service stopped)
     return 128 + signal.SIGINT if got[:1] == [signal.SIGINT] else 0

@@ -1,0 +1,119 @@
+"""How far a `--follow` query is behind the journal, read from its checkpoint: a file's
+lag is from the moment the bridge put the journal file in place (its time, which the
+columns file keeps: columns.py) to the commit of the batch that read it. Spark's file
+source logs each batch's files with their times (CHECKPOINT/QUERY/sources/0/BATCH, one
+JSON object a line, after a version line; every tenth a `.compact` file holding all
+before it), and its commit log has a file per batch written as it commits. Files in
+the journal newer than every file read are waiting: the oldest one's age is the lag that
+a stuck or slow job builds up before any batch reports it. Plain Python: the bench
+reads a finished run's checkpoint with it too."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+from .paths import JOURNAL_GLOB
+
+KEEP = 4096  # lags kept for the percentiles: the last hour at a file a second
+
+
+def _entries(path: Path) -> Iterator[dict[str, object]]:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    for line in lines[1:]:  # the first is the log's version, v1
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict):
+            yield e
+
+
+def batch_files(query_checkpoint: Path, batch_id: int) -> list[float]:
+    """The times (ms since 1970) of the files batch `batch_id` read."""
+    d = query_checkpoint / "sources" / "0"
+    for name in (str(batch_id), "%d.compact" % batch_id):
+        if (d / name).exists():
+            return [float(e["timestamp"]) for e in _entries(d / name)  # type: ignore[arg-type]
+                    if e.get("batchId") == batch_id and "timestamp" in e]
+    return []
+
+
+def committed_lags(query_checkpoint: Path) -> list[tuple[float, float]]:
+    """(commit time, lag) in ms for every file of every committed batch of a query, oldest
+    first: the bench's reading of a finished run."""
+    commits = query_checkpoint / "commits"
+    out: list[tuple[float, float]] = []
+    ids = sorted(int(f.name) for f in commits.iterdir() if f.name.isdigit()) \
+        if commits.is_dir() else []
+    for b in ids:
+        done = (commits / str(b)).stat().st_mtime * 1000
+        out.extend((done, done - t) for t in batch_files(query_checkpoint, b))
+    return out
+
+
+def percentile(xs: list[float] | deque[float], p: float) -> float:
+    """The smallest value with at least p of them at or below it (0.0 when empty)."""
+    v = sorted(xs)
+    return v[max(0, math.ceil(p * len(v)) - 1)] if v else 0.0
+
+
+class LagMeter:
+    """One query's lag, batch by batch, and the journal files waiting for it."""
+
+    def __init__(self, journal: str | Path, query_checkpoint: str | Path) -> None:
+        self.journal = Path(journal)
+        self.ckpt = Path(query_checkpoint)
+        self.lags: deque[float] = deque(maxlen=KEEP)
+        self.files = 0
+        self.max_ms = 0.0
+        # the newest file time any batch read: a restarted job's, its last batch's
+        commits = self.ckpt / "commits"
+        ids = [int(f.name) for f in commits.iterdir() if f.name.isdigit()] \
+            if commits.is_dir() else []
+        self.newest_read_ms = 0.0
+        for b in sorted(ids, reverse=True)[:50]:  # a batch without data reads no file
+            times = batch_files(self.ckpt, b)
+            if times:
+                self.newest_read_ms = max(times)
+                break
+
+    def batch_done(self, batch_id: int, done_ms: float) -> float | None:
+        """Note batch `batch_id`, finished at done_ms; the lag of its oldest file (ms), or
+        None when it read no file (or the checkpoint is not on this host)."""
+        times = batch_files(self.ckpt, batch_id)
+        if not times:
+            return None
+        self.newest_read_ms = max(self.newest_read_ms, *times)
+        for t in times:
+            self.lags.append(max(0.0, done_ms - t))
+        self.files += len(times)
+        worst = max(0.0, done_ms - min(times))
+        self.max_ms = max(self.max_ms, worst)
+        return worst
+
+    def waiting(self, now_ms: float) -> tuple[int, float]:
+        """(journal files in place that no committed batch has read, the oldest one's age
+        in ms). Spark reads files oldest first: those are the ones newer than any read."""
+        ages = []
+        for f in self.journal.glob(JOURNAL_GLOB):
+            try:
+                t = f.stat().st_mtime * 1000
+            except OSError:  # removed meanwhile
+                continue
+            if int(t) > int(self.newest_read_ms):
+                ages.append(now_ms - t)
+        return len(ages), max(ages, default=0.0)
+
+    def summary(self) -> str:
+        if not self.files:
+            return "no journal file read"
+        return ("lag over %d journal files: p50 %.1f s, p99 %.1f s, max %.1f s"
+                % (self.files, percentile(self.lags, 0.5) / 1000,
+                   percentile(self.lags, 0.99) / 1000, self.max_ms / 1000))

@@ -1,0 +1,67 @@
+"""A --follow job's lag read from a checkpoint laid out as Spark writes it (the file
+source's log, plain and compacted, and the commit log): no Spark needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from pubmote.pipeline.lag import LagMeter, committed_lags, percentile
+
+
+def put(journal: Path, name: str, t_ms: float) -> None:
+    f = journal / name
+    f.write_text("{}\n")
+    os.utime(f, ns=(int(t_ms * 1e6), int(t_ms * 1e6)))
+
+
+def log_batch(ckpt: Path, batch_id: int, entries: list[tuple[str, float, int]],
+              compact: bool = False, done_ms: float | None = None) -> None:
+    src = ckpt / "sources" / "0"
+    src.mkdir(parents=True, exist_ok=True)
+    lines = ["v1"] + [json.dumps({"path": "file:///j/.columns/%s" % p, "timestamp": t,
+                                  "batchId": b}) for p, t, b in entries]
+    (src / ("%d.compact" % batch_id if compact else str(batch_id))).write_text(
+        "\n".join(lines))
+    if done_ms is not None:
+        (ckpt / "commits").mkdir(exist_ok=True)
+        c = ckpt / "commits" / str(batch_id)
+        c.write_text("v1\n{}")
+        os.utime(c, ns=(int(done_ms * 1e6), int(done_ms * 1e6)))
+
+
+def test_lag_of_batches_and_files_waiting(tmp_path: Path) -> None:
+    journal, ckpt = tmp_path / "j", tmp_path / "ckpt" / "windows"
+    journal.mkdir()
+    now = time.time() * 1000
+    for i, age_s in enumerate((60, 50, 40, 30)):
+        put(journal, "journal-%06d.jsonl" % i, now - age_s * 1000)
+    meter = LagMeter(journal, ckpt)
+    n, oldest = meter.waiting(now)
+    assert n == 4 and abs(oldest - 60_000) < 1  # nothing read: all four wait
+    log_batch(ckpt, 0, [("journal-000000.parquet", now - 60_000, 0),
+                        ("journal-000001.parquet", now - 50_000, 0)], done_ms=now - 45_000)
+    assert meter.batch_done(0, now - 45_000) == 15_000  # the batch's oldest file
+    n, oldest = meter.waiting(now)
+    assert n == 2 and abs(oldest - 40_000) < 1
+    # a compacted log holds the batches before it: only this batch's files count
+    log_batch(ckpt, 1, [("journal-000000.parquet", now - 60_000, 0),
+                        ("journal-000001.parquet", now - 50_000, 0),
+                        ("journal-000002.parquet", now - 40_000, 1),
+                        ("journal-000003.parquet", now - 30_000, 1)],
+              compact=True, done_ms=now - 28_000)
+    assert meter.batch_done(1, now - 28_000) == 12_000
+    assert meter.waiting(now) == (0, 0.0)
+    assert meter.batch_done(2, now) is None  # a batch that read no file
+    assert meter.summary() == "lag over 4 journal files: p50 5.0 s, p99 15.0 s, max 15.0 s"
+    assert [round(lag) for _, lag in committed_lags(ckpt)] == [15_000, 5_000, 12_000, 2_000]
+    # a restarted job knows what its checkpoint read: nothing waits
+    assert LagMeter(journal, ckpt).waiting(now) == (0, 0.0)
+
+
+def test_percentile() -> None:
+    assert percentile([], 0.99) == 0.0
+    assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert percentile([float(x) for x in range(1, 101)], 0.99) == 99.0
