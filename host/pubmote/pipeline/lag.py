@@ -102,13 +102,15 @@ class LagMeter:
         """(journal files in place that no committed batch has read, the oldest one's age
         in ms). Spark reads files oldest first: those are the ones newer than any read."""
         ages = []
-        for f in self.journal.glob(JOURNAL_GLOB):
+        # newest first (the bridge's names sort by time): stop at the first one read
+        for f in sorted(self.journal.glob(JOURNAL_GLOB), reverse=True):
             try:
                 t = f.stat().st_mtime * 1000
             except OSError:  # removed meanwhile
                 continue
-            if int(t) > int(self.newest_read_ms):
-                ages.append(now_ms - t)
+            if int(t) <= int(self.newest_read_ms):
+                break
+            ages.append(now_ms - t)
         return len(ages), max(ages, default=0.0)
 
     def summary(self) -> str:

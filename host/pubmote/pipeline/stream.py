@@ -104,6 +104,24 @@ def _describe(name: str, p: dict[str, Any], lag_ms: float | None = None) -> tupl
            ", %d rows dropped by watermark" % late if late else ""))
 
 
+def _report_batches(q: StreamingQuery, last: int, meter: LagMeter, log: Log) -> int:
+    """Log the progress of the query's batches after batch `last` (their lags noted in
+    `meter`); return the newest batch's id."""
+    p = q.lastProgress
+    if not p or int(p.get("batchId", -1)) <= last:
+        return last
+    batches = [dict(p)]
+    if int(p["batchId"]) > last + 1:  # batches ended between two looks: each one counts
+        batches = [dict(x) for x in q.recentProgress
+                   if last < int(x.get("batchId", -1)) <= int(p["batchId"])]
+    for b in batches:
+        busy, line = _describe(q.name or "", b,
+                               meter.batch_done(int(b["batchId"]), _done_ms(b)))
+        if busy:
+            log(line)
+    return int(p["batchId"])
+
+
 def _stop_all(queries: list[StreamingQuery], log: Log) -> None:
     """Stop the queries and wait (up to 30 s each) until they have. On a Spark Connect
     server that is itself stopping or gone, say so and go on: the queries end with it."""
@@ -150,9 +168,9 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
 
     thread = threading.Thread(target=compactor, name="pubmote-compactor", daemon=True)
     thread.start()
-    seen: dict[str, Any] = {}
+    seen: dict[str, int] = {}
     meters = {q.name or "": LagMeter(journal, Path(checkpoint) / (q.name or "")) for q in queries}
-    warned = 0.0
+    checked = 0.0
     try:
         while not stop.wait(1.0):
             for q in queries:
@@ -160,19 +178,13 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
                 if not q.isActive:
                     err = q.exception()
                     raise PipelineError("stream %s stopped: %s" % (name, err or "no error given"))
-                p = q.lastProgress
-                if p and p.get("batchId") != seen.get(name):
-                    seen[name] = p.get("batchId")
-                    lag = meters[name].batch_done(int(p["batchId"]), _done_ms(dict(p)))
-                    busy, line = _describe(name, dict(p), lag)
-                    if busy:
-                        log(line)
+                seen[name] = _report_batches(q, seen.get(name, -1), meters[name], log)
             now = time.time()
-            if now - warned >= WARN_EVERY_S:
+            if now - checked >= WARN_EVERY_S:
+                checked = now
                 # the slowest query's backlog: a job falling behind says so, batch or not
                 n, age_ms = max(m.waiting(now * 1000) for m in meters.values())
                 if n and age_ms > BEHIND_S * 1000:
-                    warned = now
                     log("behind: %d journal file%s in no committed batch yet, the oldest "
                         "put in place %.1f s ago" % (n, "" if n == 1 else "s", age_ms / 1000))
         if failed:
