@@ -108,7 +108,7 @@ def test_batch_refuses_a_stream_sink_and_an_empty_journal(spark: Any, tmp_path: 
 
 
 def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
-    recs = list(records(600, boards=3, subscribers=2, seed=5))
+    recs = list(records(600, boards=3, subscribers=2, seed=5, late=True))
     write_journal(tmp_path / "j", iter(recs))
     page = run_batch(spark, tmp_path / "j", tmp_path / "out", report=tmp_path / "rep",
                      **OPTS)["report"]
@@ -125,6 +125,9 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
             b, b, reading_of(last["payload"]))
         assert row in text
     assert "sp:127.0.0.1:40001" in text  # the health table names the subscribers too
+    want = oracle.windows(recs)
+    assert "<td>%d / %d</td>" % (sum(w["late"] for w in want.values()),
+                                 sum(w["too_late"] for w in want.values())) in text
 
 
 def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
