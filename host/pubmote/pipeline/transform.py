@@ -55,7 +55,8 @@ def usable() -> Column:
 
 def prepare(df: DataFrame) -> DataFrame:
     """The usable rows of the journal's columns with their arrival time `ts` (from
-    t_bridge): what every table aggregates (the windows table by event time instead). The reading was decoded when the columns were written."""
+    t_bridge): what every table aggregates (the windows table by event time instead).
+    The reading was decoded when the columns were written."""
     return df.where(usable()).withColumn(
         "ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
 
