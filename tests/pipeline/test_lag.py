@@ -17,19 +17,26 @@ def put(journal: Path, name: str, t_ms: float) -> None:
     os.utime(f, ns=(int(t_ms * 1e6), int(t_ms * 1e6)))
 
 
-def log_batch(ckpt: Path, batch_id: int, entries: list[tuple[str, float, int]],
-              compact: bool = False, done_ms: float | None = None) -> None:
+def log_find(ckpt: Path, find: int, entries: list[tuple[str, float, int]],
+             compact: bool = False) -> None:
+    """The file source's log of find `find` (entries: name, time, find)."""
     src = ckpt / "sources" / "0"
     src.mkdir(parents=True, exist_ok=True)
     lines = ["v1"] + [json.dumps({"path": "file:///j/.columns/%s" % p, "timestamp": t,
                                   "batchId": b}) for p, t, b in entries]
-    (src / ("%d.compact" % batch_id if compact else str(batch_id))).write_text(
-        "\n".join(lines))
-    if done_ms is not None:
-        (ckpt / "commits").mkdir(exist_ok=True)
-        c = ckpt / "commits" / str(batch_id)
-        c.write_text("v1\n{}")
-        os.utime(c, ns=(int(done_ms * 1e6), int(done_ms * 1e6)))
+    (src / ("%d.compact" % find if compact else str(find))).write_text("\n".join(lines))
+
+
+def log_batch(ckpt: Path, batch_id: int, upto: int, done_ms: float) -> None:
+    """Query batch `batch_id`: its offsets (the source's finds read up to `upto`), committed
+    at done_ms."""
+    for d in ("offsets", "commits"):
+        (ckpt / d).mkdir(parents=True, exist_ok=True)
+    (ckpt / "offsets" / str(batch_id)).write_text(
+        'v1\n{"batchWatermarkMs":0,"batchTimestampMs":0,"conf":{}}\n{"logOffset":%d}' % upto)
+    c = ckpt / "commits" / str(batch_id)
+    c.write_text("v1\n{}")
+    os.utime(c, ns=(int(done_ms * 1e6), int(done_ms * 1e6)))
 
 
 def test_lag_of_batches_and_files_waiting(tmp_path: Path) -> None:
@@ -41,20 +48,23 @@ def test_lag_of_batches_and_files_waiting(tmp_path: Path) -> None:
     meter = LagMeter(journal, ckpt)
     n, oldest = meter.waiting(now)
     assert n == 4 and abs(oldest - 60_000) < 1  # nothing read: all four wait
-    log_batch(ckpt, 0, [("journal-000000.parquet", now - 60_000, 0),
-                        ("journal-000001.parquet", now - 50_000, 0)], done_ms=now - 45_000)
+    log_find(ckpt, 0, [("journal-000000.parquet", now - 60_000, 0),
+                       ("journal-000001.parquet", now - 50_000, 0)])
+    log_batch(ckpt, 0, 0, now - 45_000)
     assert meter.batch_done(0, now - 45_000) == 15_000  # the batch's oldest file
     n, oldest = meter.waiting(now)
     assert n == 2 and abs(oldest - 40_000) < 1
-    # a compacted log holds the batches before it: only this batch's files count
-    log_batch(ckpt, 1, [("journal-000000.parquet", now - 60_000, 0),
-                        ("journal-000001.parquet", now - 50_000, 0),
-                        ("journal-000002.parquet", now - 40_000, 1),
-                        ("journal-000003.parquet", now - 30_000, 1)],
-              compact=True, done_ms=now - 28_000)
-    assert meter.batch_done(1, now - 28_000) == 12_000
+    log_batch(ckpt, 1, 0, now - 44_000)  # a batch that only moved the watermark
+    assert meter.batch_done(1, now - 44_000) is None
+    # two finds read by one batch; the second find's log compacted (it holds the first)
+    log_find(ckpt, 1, [("journal-000002.parquet", now - 40_000, 1)])
+    log_find(ckpt, 2, [("journal-000000.parquet", now - 60_000, 0),
+                       ("journal-000001.parquet", now - 50_000, 0),
+                       ("journal-000002.parquet", now - 40_000, 1),
+                       ("journal-000003.parquet", now - 30_000, 2)], compact=True)
+    log_batch(ckpt, 2, 2, now - 28_000)
+    assert meter.batch_done(2, now - 28_000) == 12_000
     assert meter.waiting(now) == (0, 0.0)
-    assert meter.batch_done(2, now) is None  # a batch that read no file
     assert meter.summary() == "lag over 4 journal files: p50 5.0 s, p99 15.0 s, max 15.0 s"
     assert [round(lag) for _, lag in committed_lags(ckpt)] == [15_000, 5_000, 12_000, 2_000]
     # a restarted job knows what its checkpoint read: nothing waits

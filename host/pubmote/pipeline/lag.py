@@ -1,9 +1,11 @@
 """How far a `--follow` query is behind the journal, read from its checkpoint: a file's
 lag is from the moment the bridge put the journal file in place (its time, which the
 columns file keeps: columns.py) to the commit of the batch that read it. Spark's file
-source logs each batch's files with their times (CHECKPOINT/QUERY/sources/0/BATCH, one
-JSON object a line, after a version line; every tenth a `.compact` file holding all
-before it), and its commit log has a file per batch written as it commits. Files in
+source logs the files it found with their times, by its own count of finds
+(CHECKPOINT/QUERY/sources/0/N, one JSON object a line after a version line; every tenth
+a `.compact` file holding all before it); a query batch's offsets (offsets/BATCH) say the
+last find it read (`logOffset`): batches that only move the watermark read none, so the
+two counts part. The commit log has a file per batch, written as it commits. Files in
 the journal newer than every file read are waiting: the oldest one's age is the lag that
 a stuck or slow job builds up before any batch reports it. Plain Python: the bench
 reads a finished run's checkpoint with it too."""
@@ -15,13 +17,14 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .paths import JOURNAL_GLOB
 
 KEEP = 4096  # lags kept for the percentiles: the last hour at a file a second
 
 
-def _entries(path: Path) -> Iterator[dict[str, object]]:
+def _entries(path: Path) -> Iterator[dict[str, Any]]:
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -35,14 +38,33 @@ def _entries(path: Path) -> Iterator[dict[str, object]]:
             yield e
 
 
-def batch_files(query_checkpoint: Path, batch_id: int) -> list[float]:
-    """The times (ms since 1970) of the files batch `batch_id` read."""
+def found_files(query_checkpoint: Path, find: int) -> list[float]:
+    """The times (ms since 1970) of the files the source's find `find` logged."""
     d = query_checkpoint / "sources" / "0"
-    for name in (str(batch_id), "%d.compact" % batch_id):
+    for name in (str(find), "%d.compact" % find):
         if (d / name).exists():
-            return [float(e["timestamp"]) for e in _entries(d / name)  # type: ignore[arg-type]
-                    if e.get("batchId") == batch_id and "timestamp" in e]
+            return [float(e["timestamp"]) for e in _entries(d / name)
+                    if e.get("batchId") == find and "timestamp" in e]
     return []
+
+
+def read_upto(query_checkpoint: Path, batch_id: int) -> int | None:
+    """The source's last find that query batch `batch_id` had read (its logOffset), -1
+    before any, None when the batch's offsets are not (or no longer) there."""
+    for e in _entries(query_checkpoint / "offsets" / str(batch_id)):
+        if "logOffset" in e:
+            return int(e["logOffset"])
+    return -1 if (query_checkpoint / "offsets" / str(batch_id)).exists() else None
+
+
+def batch_files(query_checkpoint: Path, batch_id: int) -> list[float]:
+    """The times (ms since 1970) of the files query batch `batch_id` read."""
+    upto = read_upto(query_checkpoint, batch_id)
+    if upto is None:
+        return []
+    before = read_upto(query_checkpoint, batch_id - 1) if batch_id else -1
+    first = upto if before is None else before + 1  # the batch before it purged: its last
+    return [t for find in range(first, upto + 1) for t in found_files(query_checkpoint, find)]
 
 
 def committed_lags(query_checkpoint: Path) -> list[tuple[float, float]]:
