@@ -9,13 +9,14 @@ JVM) at the half-way mark and at the end, its growth over the last half, and wha
 had not read when the board stopped. A job that cannot keep up shows it as a lag that
 grows and files left unread.
 
-    python bench/pipeline/stream_bridge.py [--seconds 600] [--lanes 16]
+    python bench/pipeline/stream_bridge.py [--seconds 600] [--lanes 16] [--job-log FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -78,6 +79,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--lanes", type=int, default=16, help="publishes in flight")
+    ap.add_argument("--job-log", metavar="FILE", help="keep the job's log there")
     args = ap.parse_args()
     exe = str(Path(sys.executable).parent / "pubmote")
     warmup = min(WARMUP_S, args.seconds / 4)
@@ -154,6 +156,8 @@ def main() -> int:
         files = len(list(journal.glob("journal-*.jsonl")))
         summary = [line for line in job_log.read_text(errors="replace").splitlines()
                    if "lag over" in line or "behind:" in line]
+        if args.job_log:
+            shutil.copyfile(job_log, args.job_log)
     in_run = [a for a in acked if a[0] <= t_end]
     rate = ((in_run[-1][1] - in_run[0][1]) / (in_run[-1][0] - in_run[0][0])
             if len(in_run) > 1 else 0.0)
@@ -181,7 +185,7 @@ def main() -> int:
     print("  %s: %d journal files unread when the board stopped, the oldest put in place "
           "%.1f s before" % (verdict, unread, oldest_ms / 1000))
     print("  after the board stopped, the job read what was left in %.0f s" % drained)
-    for line in summary[-4:]:
+    for line in summary[-3:]:
         print("  job: " + line.split("pipeline: ", 1)[-1])
     return 0
 
