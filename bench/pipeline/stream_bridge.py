@@ -42,6 +42,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def rss_mb(pid: int) -> float:
+    """Resident memory of one process (MB), from /proc; 0 when it is gone."""
+    try:
+        for line in Path("/proc/%d/status" % pid).read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and its descendants (MB), from /proc."""
     children: dict[int, list[int]] = {}
@@ -52,17 +63,12 @@ def tree_rss_mb(pid: int) -> float:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(d))
-    total, todo = 0, [pid]
+    total, todo = 0.0, [pid]
     while todo:
         p = todo.pop()
         todo.extend(children.get(p, []))
-        try:
-            for line in Path("/proc/%d/status" % p).read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-        except OSError:
-            continue
-    return total / 1024
+        total += rss_mb(p)
+    return total
 
 
 def wait_for(pred: Callable[[], bool], timeout_s: float, what: str,
@@ -98,7 +104,7 @@ def main() -> int:
                 stdout=f, stderr=subprocess.STDOUT)
         board: subprocess.Popen[bytes] | None = None
         acked: list[tuple[float, int]] = []
-        rss: list[tuple[float, float]] = []
+        rss: list[tuple[float, float, float]] = []  # (s, the job's tree, its driver alone)
         try:
             wait_for(lambda: "following" in job_log.read_text(errors="replace"), 300,
                      "the --follow job", job_log)
@@ -130,7 +136,7 @@ def main() -> int:
                     if proc.poll() is not None:
                         raise SystemExit("the %s died:\n%s"
                                          % (name, log.read_text(errors="replace")[-3000:]))
-                rss.append((time.time() - t0, tree_rss_mb(job.pid)))
+                rss.append((time.time() - t0, tree_rss_mb(job.pid), rss_mb(job.pid)))
                 time.sleep(1.0)
             end_process(board, signal.SIGINT, grace_s=10)
             reader.join(timeout=10)
@@ -162,9 +168,9 @@ def main() -> int:
     rate = ((in_run[-1][1] - in_run[0][1]) / (in_run[-1][0] - in_run[0][0])
             if len(in_run) > 1 else 0.0)
     half = args.seconds / 2
-    rss_half = next((m for t, m in rss if t >= half), rss[-1][1] if rss else 0.0)
-    rss_end = rss[-1][1] if rss else 0.0
-    rss_max = max((m for t, m in rss if t >= half), default=0.0)
+    at_half = next((r for r in rss if r[0] >= half), rss[-1] if rss else (0.0, 0.0, 0.0))
+    at_end = rss[-1] if rss else (0.0, 0.0, 0.0)
+    rss_max = max((r[1] for r in rss if r[0] >= half), default=0.0)
     lag_s = [lag / 1000 for _, lag in lags]
     print("streaming beside the bridge at full relay rate (one board, %d in flight, %.0f s; "
           "--follow on local[2], trigger 5 s): %.0f messages/s relayed, %d journal files"
@@ -177,8 +183,9 @@ def main() -> int:
     else:
         print("  job lag: no batch committed after the warm-up: the job did not keep up")
     print("  job RSS (driver + JVM): %.0f MB at %.0f s, %.0f MB at the end (max %.0f); "
-          "growth over the last half %+.0f MB"
-          % (rss_half, half, rss_end, rss_max, rss_end - rss_half))
+          "growth over the last half %+.0f MB (the Python driver's %+.0f MB)"
+          % (at_half[1], half, at_end[1], rss_max, at_end[1] - at_half[1],
+             at_end[2] - at_half[2]))
     p99 = percentile(lag_s, 0.99) if lag_s else float("inf")
     verdict = ("kept up" if oldest_ms <= BEHIND_S * 1000 and p99 <= BEHIND_S
                else "NOT KEEPING UP (lag p99 or a file's wait over %.0f s)" % BEHIND_S)

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from pubmote.pipeline.lag import LagMeter, committed_lags, percentile
 
@@ -75,3 +76,51 @@ def test_percentile() -> None:
     assert percentile([], 0.99) == 0.0
     assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0
     assert percentile([float(x) for x in range(1, 101)], 0.99) == 99.0
+
+
+class FakeQuery:
+    """What the job reads of a streaming query: its progress reports."""
+
+    name = "windows"
+
+    def __init__(self) -> None:
+        self.recentProgress: list[dict[str, Any]] = []
+
+    @property
+    def lastProgress(self) -> dict[str, Any] | None:  # noqa: N802 - Spark's name
+        return self.recentProgress[-1] if self.recentProgress else None
+
+    def report(self, batch_id: int, t_ms: float, rows: int, ran: bool) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t_ms / 1000))
+        self.recentProgress.append({
+            "batchId": batch_id, "timestamp": "%s.%03dZ" % (stamp, t_ms % 1000),
+            "numInputRows": rows, "stateOperators": [], "sources": [],
+            "durationMs": {"triggerExecution": 1000, **({"addBatch": 900} if ran else {})}})
+
+
+def test_every_batch_between_two_looks_is_reported_idle_triggers_are_not(
+        tmp_path: Path) -> None:
+    """Spark reports an idle trigger under the id of the batch still to come: the batch
+    that then runs is reported all the same, with its lag, as are batches that ran
+    between two looks."""
+    from pubmote.pipeline.stream import _report_batches
+
+    journal, ckpt = tmp_path / "j", tmp_path / "ckpt" / "windows"
+    journal.mkdir()
+    now = time.time() * 1000
+    for i in range(3):
+        put(journal, "journal-%06d.jsonl" % i, now - 30_000 + i * 1000)
+        log_find(ckpt, i, [("journal-%06d.parquet" % i, now - 30_000 + i * 1000, i)])
+    meter, q, lines = LagMeter(journal, ckpt), FakeQuery(), []
+    q.report(0, now - 29_000, 0, ran=False)  # idle, under the id of the batch to come
+    last = _report_batches(q, "", meter, lines.append)  # type: ignore[arg-type]
+    assert lines == []
+    for b in range(3):  # three batches, one file each, looked at once
+        log_batch(ckpt, b, b, now - 20_000 + b * 1000)
+        q.report(b, now - 21_000 + b * 1000, 100, ran=True)
+    last = _report_batches(q, last, meter, lines.append)  # type: ignore[arg-type]
+    assert [line.split(",")[0] for line in lines] == ["windows: batch %d" % b for b in range(3)]
+    assert all(line.endswith("lag 10.0 s") for line in lines), lines
+    assert meter.waiting(now) == (0, 0.0) and meter.files == 3
+    assert _report_batches(q, last, meter, lines.append) == last  # type: ignore[arg-type]
+    assert len(lines) == 3

@@ -104,22 +104,22 @@ def _describe(name: str, p: dict[str, Any], lag_ms: float | None = None) -> tupl
            ", %d rows dropped by watermark" % late if late else ""))
 
 
-def _report_batches(q: StreamingQuery, last: int, meter: LagMeter, log: Log) -> int:
-    """Log the progress of the query's batches after batch `last` (their lags noted in
-    `meter`); return the newest batch's id."""
+def _report_batches(q: StreamingQuery, last: str, meter: LagMeter, log: Log) -> str:
+    """Log the progress reports of the query after the one at time `last` (several may
+    have come between two looks), noting the lag of each batch that ran; return the
+    newest report's time. Spark also reports an idle trigger (no new file), under the
+    id of the batch still to come: only a report with `addBatch` is a batch run."""
     p = q.lastProgress
-    if not p or int(p.get("batchId", -1)) <= last:
+    if not p or str(p["timestamp"]) <= last:
         return last
-    batches = [dict(p)]
-    if int(p["batchId"]) > last + 1:  # batches ended between two looks: each one counts
-        batches = [dict(x) for x in q.recentProgress
-                   if last < int(x.get("batchId", -1)) <= int(p["batchId"])]
-    for b in batches:
-        busy, line = _describe(q.name or "", b,
-                               meter.batch_done(int(b["batchId"]), _done_ms(b)))
+    reports = [dict(x) for x in q.recentProgress if str(x["timestamp"]) > last] or [dict(p)]
+    for b in reports:
+        ran = "addBatch" in (b.get("durationMs") or {})
+        busy, line = _describe(q.name or "", b, meter.batch_done(
+            int(b["batchId"]), _done_ms(b)) if ran else None)
         if busy:
             log(line)
-    return int(p["batchId"])
+    return max(str(b["timestamp"]) for b in reports)
 
 
 def _stop_all(queries: list[StreamingQuery], log: Log) -> None:
@@ -168,7 +168,7 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
 
     thread = threading.Thread(target=compactor, name="pubmote-compactor", daemon=True)
     thread.start()
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     meters = {q.name or "": LagMeter(journal, Path(checkpoint) / (q.name or "")) for q in queries}
     checked = 0.0
     try:
@@ -178,7 +178,7 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
                 if not q.isActive:
                     err = q.exception()
                     raise PipelineError("stream %s stopped: %s" % (name, err or "no error given"))
-                seen[name] = _report_batches(q, seen.get(name, -1), meters[name], log)
+                seen[name] = _report_batches(q, seen.get(name, ""), meters[name], log)
             now = time.time()
             if now - checked >= WARN_EVERY_S:
                 checked = now
