@@ -120,7 +120,7 @@ def test_every_batch_between_two_looks_is_reported_idle_triggers_are_not(
         q.report(b, now - 21_000 + b * 1000, 100, ran=True)
     last = _report_batches(q, last, meter, lines.append)  # type: ignore[arg-type]
     assert [line.split(",")[0] for line in lines] == ["windows: batch %d" % b for b in range(3)]
-    assert all(line.endswith("lag 10.0 s") for line in lines), lines
+    assert all(line.endswith("took 1.0 s, lag 10.0 s") for line in lines), lines
     assert meter.waiting(now) == (0, 0.0) and meter.files == 3
     assert _report_batches(q, last, meter, lines.append) == last  # type: ignore[arg-type]
     assert len(lines) == 3

@@ -96,11 +96,14 @@ def _describe(name: str, p: dict[str, Any], lag_ms: float | None = None) -> tupl
     rows_in = int(p.get("numInputRows") or sum(int(s.get("numInputRows") or 0)
                                                 for s in p.get("sources") or []))
     late = sum(int(s.get("numRowsDroppedByWatermark") or 0) for s in ops)
+    took_ms = float((p.get("durationMs") or {}).get("triggerExecution") or 0)
     return bool(rows_in or closed), (
         "%s: batch %s, %d rows in, %d windows written, %d open, watermark %s%s%s"
         % (name, p.get("batchId"), rows_in, closed,
            sum(int(s.get("numRowsTotal") or 0) for s in ops), wm,
-           ", lag %.1f s" % (lag_ms / 1000) if lag_ms is not None else "",
+           # the batch's own time, and the lag it ends (the wait for it included)
+           ", took %.1f s, lag %.1f s" % (took_ms / 1000, lag_ms / 1000)
+           if lag_ms is not None else "",
            ", %d rows dropped by watermark" % late if late else ""))
 
 
