@@ -145,6 +145,7 @@ bench: setup firmware
 	$(PY) bench/dht/run.py $(if $(QUICK),--nodes 10 --rounds 2)
 	$(PY) bench/pipeline/run.py $(if $(QUICK),--rows 1000)
 	$(PY) bench/pipeline/stream_lag.py $(if $(QUICK),--files 2)
+	$(PY) bench/pipeline/stream_bridge.py $(if $(QUICK),--seconds 20)
 
 ## make run: the bridge with two simulated boards running the demo, and the live view
 ##   (its log instead when the output is not a terminal); SP on SP_PUB and SP_SUB

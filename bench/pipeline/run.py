@@ -82,31 +82,46 @@ con.create_function("reading", lambda p: reading_of(p), ["VARCHAR"], "DOUBLE",
                     null_handling="special", side_effects=False)
 t1 = time.monotonic()
 src, out, fmt = sys.argv[1], sys.argv[2], sys.argv[3]
-cols = ("{t_board: 'BIGINT', t_bridge: 'DOUBLE', topic: 'VARCHAR', origin: 'VARCHAR', "
-        "ingress: 'VARCHAR', egress: 'VARCHAR', size: 'BIGINT', outcome: 'VARCHAR', "
-        "latency_ms: 'DOUBLE', payload: 'VARCHAR', reconnect: 'BOOLEAN'}")
+cols = ("{t_board: 'BIGINT', t_bridge: 'DOUBLE', t_taken: 'DOUBLE', topic: 'VARCHAR', "
+        "origin: 'VARCHAR', ingress: 'VARCHAR', egress: 'VARCHAR', size: 'BIGINT', "
+        "outcome: 'VARCHAR', latency_ms: 'DOUBLE', payload: 'VARCHAR', reconnect: 'BOOLEAN'}")
 if fmt == "json":  # the journal's JSON lines, payloads decoded by the pipeline's decoder
     rows = ("SELECT *, CASE WHEN outcome = 'relayed' THEN reading(payload) END AS reading "
             "FROM read_json('%s/journal-*.jsonl', format='newline_delimited', columns=%s)"
             % (src, cols))
 else:  # the journal's typed columns, as `pubmote pipeline` compacted them
     rows = "SELECT * FROM read_parquet('%s/.columns/journal-*.parquet')" % src
+# the pipeline's event time (transform.py): the taken-time, never after the arrival; the
+# arrival without one, or for a message a watermark (1 minute) late, counted as too late
 con.execute(
-    "CREATE TEMP TABLE j AS SELECT *, make_timestamp(CAST(t_bridge * 1000 AS BIGINT)) AS ts "
-    "FROM (%s) WHERE t_bridge IS NOT NULL AND outcome IS NOT NULL" % rows)
+    "CREATE TEMP TABLE j AS SELECT *, make_timestamp(CAST(t_bridge * 1000 AS BIGINT)) AS ts, "
+    "make_timestamp(CAST(CASE WHEN too_late THEN t_bridge ELSE coalesce(taken, t_bridge) END "
+    "* 1000 AS BIGINT)) AS ev FROM (SELECT *, coalesce(t_bridge - taken >= 60000, false) "
+    "AS too_late FROM (SELECT *, CASE WHEN t_taken IS NOT NULL THEN least(t_taken, t_bridge) "
+    "END AS taken FROM (%s) WHERE t_bridge IS NOT NULL AND outcome IS NOT NULL))" % rows)
 egress = "outcome IN ('delivered', 'dropped', 'nacked')"
+ok = "NOT too_late AND "
 con.execute(
-    "COPY (SELECT time_bucket(INTERVAL 1 minute, ts) AS window_start, topic, origin, "
-    "count_if(outcome = 'relayed') AS messages, count(reading) AS readings, "
-    "min(reading), avg(reading), max(reading), "
-    "quantile_disc(latency_ms, 0.5) FILTER (WHERE outcome = 'delivered') AS p50, "
-    "quantile_disc(latency_ms, 0.99) FILTER (WHERE outcome = 'delivered') AS p99, "
-    "count_if(outcome = 'delivered') AS delivered, "
-    "count_if(outcome IN ('dropped', 'nacked')) AS dropped, "
-    "count_if(outcome = 'fetch_failed') AS lost, "
-    "count_if(outcome IN ('dropped', 'nacked')) / nullif(count_if(%s), 0) AS drop_rate "
+    "COPY (SELECT time_bucket(INTERVAL 1 minute, ev) AS window_start, topic, origin, "
+    "count_if(%(ok)s outcome = 'relayed') AS messages, "
+    "count(reading) FILTER (WHERE NOT too_late) AS readings, "
+    "min(reading) FILTER (WHERE NOT too_late), avg(reading) FILTER (WHERE NOT too_late), "
+    "max(reading) FILTER (WHERE NOT too_late), "
+    "quantile_disc(latency_ms, 0.5) FILTER (WHERE %(ok)s outcome = 'delivered') AS p50, "
+    "quantile_disc(latency_ms, 0.99) FILTER (WHERE %(ok)s outcome = 'delivered') AS p99, "
+    "count_if(%(ok)s outcome = 'delivered') AS delivered, "
+    "count_if(%(ok)s outcome IN ('dropped', 'nacked')) AS dropped, "
+    "count_if(%(ok)s outcome = 'fetch_failed') AS lost, "
+    "count_if(%(ok)s outcome IN ('dropped', 'nacked')) / "
+    "nullif(count_if(%(ok)s %(egress)s), 0) AS drop_rate, "
+    "count_if(%(ok)s outcome = 'relayed' AND t_bridge - taken > 2000) AS late, "
+    "count_if(too_late AND outcome = 'relayed') AS too_late, "
+    "CASE WHEN count_if(too_late OR taken IS NULL) = 0 THEN 'taken' "
+    "WHEN count_if(NOT too_late AND taken IS NOT NULL) = 0 THEN 'arrival' ELSE 'mixed' END "
+    "AS event_time "
     "FROM j WHERE topic IS NOT NULL AND outcome IN ('relayed', 'fetch_failed', 'delivered', "
-    "'dropped', 'nacked') GROUP BY ALL) TO '%s/windows.parquet'" % (egress, out))
+    "'dropped', 'nacked') GROUP BY ALL) TO '%(out)s/windows.parquet'"
+    % {"ok": ok, "egress": egress, "out": out})
 con.execute(
     "COPY (SELECT time_bucket(INTERVAL 1 minute, ts) AS window_start, "
     "CASE WHEN %s THEN egress ELSE origin END AS node, "

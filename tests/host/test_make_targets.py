@@ -230,6 +230,13 @@ BENCH_LINES = {
                         r"1,000 rows, warm Spark Connect server: the report \(tables and the "
                         r"HTML page\) in %s s end to end" % NUM],
     "pipeline/stream_lag.py": [r"streaming lag, .*2 files\): p50 %s s" % NUM],
+    "pipeline/stream_bridge.py": [
+        r"streaming beside the bridge at full relay rate .*20 s.*: \d+ messages/s relayed",
+        r"job lag, journal file in place -> its batch committed .*: p50 %s s, p99 %s s"
+        % (NUM, NUM),
+        r"job RSS \(driver \+ JVM\): \d+ MB at 10 s, \d+ MB at the end",
+        r"(kept up|NOT KEEPING UP .*): \d+ journal files unread",
+        r"job: windows: lag over \d+ journal files: p50 %s s" % NUM],
 }
 
 
@@ -251,7 +258,8 @@ def test_bench_recipe_runs_each_bench_tested_here() -> None:
 # each bench of `make bench QUICK=1` a test of its own (the benches are independent), so
 # they run beside each other on the workers rather than one after another
 @pytest.mark.parametrize("bench", [pytest.param(b, marks=[pytest.mark.early] if b in (
-    "pipeline/run.py", "pipeline/stream_lag.py", "gossip/run.py", "firmware/pico.py") else [])
+    "pipeline/run.py", "pipeline/stream_lag.py", "pipeline/stream_bridge.py", "gossip/run.py",
+    "firmware/pico.py") else [])
     for b in sorted(BENCH_LINES)])
 @pytest.mark.timeout(1500)  # the Pico bench builds its own firmware (cold: minutes)
 def test_bench_quick(bench: str) -> None:

@@ -11,6 +11,19 @@ from pubmote.pipeline.readings import reading_of
 
 MINUTE_MS = 60_000
 EGRESS = ("delivered", "dropped", "nacked")
+LATE_MS = 2000
+
+
+def event_ms(r: dict[str, Any], watermark_ms: float = MINUTE_MS) -> tuple[float, bool]:
+    """(the record's event time in ms, whether it came too late): its taken-time (never
+    after its arrival), its arrival without one or when it came a watermark late."""
+    taken = r.get("t_taken")
+    if taken is None:
+        return r["t_bridge"], False
+    taken = min(taken, r["t_bridge"])
+    if r["t_bridge"] - taken >= watermark_ms:
+        return r["t_bridge"], True
+    return taken, False
 
 
 def percentile(values: list[float], p: float) -> float | None:
@@ -25,12 +38,18 @@ def percentile(values: list[float], p: float) -> float | None:
 def windows(recs: list[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, Any]]:
     acc: dict[tuple[int, str, str], dict[str, Any]] = defaultdict(
         lambda: {"messages": 0, "readings": [], "lat": [], "delivered": 0, "dropped": 0,
-                 "lost": 0})
+                 "lost": 0, "late": 0, "too_late": 0, "times": set()})
     for r in recs:
         if r.get("topic") is None or r["outcome"] not in ("relayed", "fetch_failed", *EGRESS):
             continue
-        w = acc[(int(r["t_bridge"] // MINUTE_MS * MINUTE_MS), r["topic"], r["origin"])]
+        t, too_late = event_ms(r)
+        w = acc[(int(t // MINUTE_MS * MINUTE_MS), r["topic"], r["origin"])]
+        w["times"].add("arrival" if too_late or r.get("t_taken") is None else "taken")
+        if too_late:
+            w["too_late"] += r["outcome"] == "relayed"
+            continue
         if r["outcome"] == "relayed":
+            w["late"] += r.get("t_taken") is not None and r["t_bridge"] - r["t_taken"] > LATE_MS
             w["messages"] += 1
             x = reading_of(r.get("payload"))
             if x is not None:
@@ -52,7 +71,9 @@ def windows(recs: list[dict[str, Any]]) -> dict[tuple[int, str, str], dict[str, 
                   "latency_p50_ms": percentile(w["lat"], 0.5),
                   "latency_p99_ms": percentile(w["lat"], 0.99),
                   "delivered": w["delivered"], "dropped": w["dropped"], "lost": w["lost"],
-                  "drop_rate": w["dropped"] / egress if egress else None}
+                  "drop_rate": w["dropped"] / egress if egress else None,
+                  "late": w["late"], "too_late": w["too_late"],
+                  "event_time": w["times"].pop() if len(w["times"]) == 1 else "mixed"}
     return out
 
 

@@ -15,13 +15,14 @@ import oracle
 from pubmote.pipeline.batch import run_batch
 from pubmote.pipeline.errors import PipelineError
 from pubmote.pipeline.synth import records, write_journal
+from pubmote_wire import cbor
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 OPTS: dict[str, Any] = {"window": "1 minute", "watermark": "1 minute", "log": lambda _: None}
 
 
 def test_batch_tables_equal_python_recomputation(spark: Any, tmp_path: Path) -> None:
-    recs = list(records(2400, boards=4, subscribers=3, seed=7))
+    recs = list(records(2400, boards=4, subscribers=3, seed=7, late=True))
     write_journal(tmp_path / "j", iter(recs), per_file=2000)
     # what the batch must ignore: a bridge's in-progress file, a file that is not ours
     (tmp_path / "j" / ".journal-000099.jsonl.part").write_text('{"outcome":"relayed"}\n')
@@ -38,6 +39,37 @@ def test_batch_tables_equal_python_recomputation(spark: Any, tmp_path: Path) -> 
     assert sum(w["dropped"] for w in want.values()) > 0
     assert sum(w["lost"] for w in want.values()) > 0
     assert any(r.get("reconnect") for r in recs)
+    # and readings late, too late, and taken without a clock
+    assert sum(w["late"] for w in want.values()) > 0
+    assert sum(w["too_late"] for w in want.values()) > 0
+    assert {w["event_time"] for w in want.values()} == {"taken", "mixed"}
+
+
+def test_windows_by_taken_time_late_and_too_late(spark: Any, tmp_path: Path) -> None:
+    """A reading taken in one window and arriving in the next lands in the first, counted
+    late; one a watermark late is counted in too_late where it arrived, and in nothing
+    else; a reading without a taken-time is windowed by its arrival."""
+    t0 = 1_789_999_980_000  # a window's start
+
+    def msg(x: float, taken: float | None, arrived: float) -> dict[str, Any]:
+        return {"t_bridge": t0 + arrived, "t_taken": None if taken is None else t0 + taken,
+                "topic": "/t", "origin": "b", "ingress": "serial:b", "outcome": "relayed",
+                "payload": cbor.dumps({"celsius": x}).hex()}
+
+    recs = [msg(10.0, 20_000, 20_005),     # on time, window 0
+            msg(30.0, 50_000, 65_000),     # taken in window 0, 15 s late: window 0, late
+            msg(99.0, 10_000, 100_000),    # 90 s late: too late, counted in window 1
+            msg(20.0, None, 70_000)]       # no taken-time: window 1 by arrival
+    write_journal(tmp_path / "j", iter(recs))
+    run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
+    got = oracle.table_rows(spark.read.parquet(str(tmp_path / "out" / "windows")),
+                            ("window_start", "topic", "origin"))
+    w0, w1 = got[(t0, "/t", "b")], got[(t0 + 60_000, "/t", "b")]
+    assert (w0["messages"], w0["readings"], w0["late"], w0["too_late"]) == (2, 2, 1, 0)
+    assert (w0["reading_min"], w0["reading_max"], w0["event_time"]) == (10.0, 30.0, "taken")
+    assert (w1["messages"], w1["readings"], w1["late"], w1["too_late"]) == (1, 1, 0, 1)
+    assert (w1["reading_max"], w1["event_time"]) == (20.0, "arrival")
+    oracle.assert_same(got, oracle.windows(recs))
 
 
 def test_messages_nobody_subscribed_to(spark: Any, tmp_path: Path) -> None:
@@ -76,7 +108,7 @@ def test_batch_refuses_a_stream_sink_and_an_empty_journal(spark: Any, tmp_path: 
 
 
 def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
-    recs = list(records(600, boards=3, subscribers=2, seed=5))
+    recs = list(records(600, boards=3, subscribers=2, seed=5, late=True))
     write_journal(tmp_path / "j", iter(recs))
     page = run_batch(spark, tmp_path / "j", tmp_path / "out", report=tmp_path / "rep",
                      **OPTS)["report"]
@@ -93,6 +125,9 @@ def test_report_has_plots_and_last_readings(spark: Any, tmp_path: Path) -> None:
             b, b, reading_of(last["payload"]))
         assert row in text
     assert "sp:127.0.0.1:40001" in text  # the health table names the subscribers too
+    want = oracle.windows(recs)
+    assert "<td>%d / %d</td>" % (sum(w["late"] for w in want.values()),
+                                 sum(w["too_late"] for w in want.values())) in text
 
 
 def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
@@ -106,7 +141,7 @@ def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
     write_journal(tmp_path / "j", iter(recs))
     run_batch(spark, tmp_path / "j", tmp_path / "out", **OPTS)
     windows = spark.read.parquet(str(tmp_path / "out" / "windows"))
-    t0 = min(int(r["t_bridge"]) // 60_000 * 60_000 for r in recs if r.get("topic"))
+    t0 = min(int(oracle.event_ms(r)[0]) // 60_000 * 60_000 for r in recs if r.get("topic"))
     for points in (240, 2):
         monkeypatch.setattr(report, "MAX_POINTS", points)
         _, _, boards = report._time_series(windows)
@@ -115,7 +150,7 @@ def test_report_series_are_plot_sized_and_exact(spark: Any, tmp_path: Path,
         for r in recs:
             x = reading_of(r.get("payload")) if r["outcome"] == "relayed" else None
             if x is not None:
-                b = t0 + (int(r["t_bridge"]) - t0) // bucket_ms * bucket_ms
+                b = t0 + (int(oracle.event_ms(r)[0]) - t0) // bucket_ms * bucket_ms
                 want.setdefault(r["origin"], {}).setdefault(b, []).append(x)
         assert sorted(boards) == sorted(want) == ["board1", "board2"]
         for board, pts in boards.items():

@@ -33,7 +33,8 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
                                               tmp_path: Path) -> None:
     journal, out, log = tmp_path / "journal", tmp_path / "out", tmp_path / "job.log"
     ckpt = out / "_checkpoint"
-    recs = list(records(3000, boards=4, subscribers=2, seed=11))  # 12.5 min of event time
+    # 12.5 min of event time, some readings late or too late (the same windows in both)
+    recs = list(records(3000, boards=4, subscribers=2, seed=11, late=True))
     chunks = [recs[i:i + 1200] for i in range(0, len(recs), 1200)]
     for i, c in enumerate(chunks[:4]):
         write_journal(journal, iter(c), start_index=i)

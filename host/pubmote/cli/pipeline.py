@@ -14,8 +14,9 @@ from pubmote.cli.kinds import arg
 
 EPILOG = """\
 tables (Parquet, in --out):
-  windows   per topic and origin board, per window: messages, readings, min/avg/max
-            reading, p50/p99 latency to subscribers (ms), delivered, dropped, lost, drop_rate
+  windows   per topic and origin board, per event-time window: messages, readings,
+            min/avg/max reading, p50/p99 latency to subscribers (ms), delivered, dropped,
+            lost, drop_rate, late, too_late, event_time (taken|arrival|mixed)
   health    per node (board, sp:CLIENT, NDN app), per window: published, delivered_to,
             dropped_to, lost, ups, reconnects, downs
 
@@ -35,6 +36,14 @@ JVM starts in this process, and a run costs the job's own work, not Spark's star
 system: the paths are sent absolute, so run the client on the server's machine (or give
 paths every node sees). --master and --conf are the server's then (refused here: give
 them to `pubmote pipeline serve`), as is Spark's log (`pubmote pipeline serve -v`).
+
+Event time: a reading is windowed by when its board took it (the journal's t_taken), or
+by its arrival at the bridge (t_bridge) when the board had no synced clock; event_time
+says which a window's records used. A reading that arrived more than --late-ms after it
+was taken counts in its window and in `late`; one that arrived --watermark or more after
+is counted in `too_late` of the window it arrived in, and nowhere else in the table. The
+rule is the record's own, so batch and --follow write the same windows. The health table
+is by arrival time (docs/pipeline.md).
 
 A reading is the CBOR number a board published, or the "value"/"reading"/"celsius"/
 "temperature" entry of a CBOR map (--reading-key picks another). Each finished journal
@@ -79,9 +88,15 @@ def register(sub: Any) -> None:
     p.add_argument("--window", default="1 minute", type=arg(kinds.duration),
                    help="window length (default: %(default)s)")
     p.add_argument("--watermark", default="1 minute", type=arg(kinds.duration),
-                   help="how late a record may arrive in --follow, in event time (default: "
-                        "%(default)s; a journal file closes at the latest "
-                        "--journal-max-age after its first record)")
+                   help="how late a reading may arrive (its arrival minus its taken-time) "
+                        "and still count in its window; one later is counted in too_late "
+                        "of the window it arrived in, in batch and --follow alike (default: "
+                        "%(default)s). --follow writes a window once the watermark passes "
+                        "its end")
+    p.add_argument("--late-ms", type=arg(kinds.whole(0)), default=2000, metavar="MS",
+                   help="a reading older than this on arrival, but within the watermark, "
+                        "counts in its window and in its `late` column (default: "
+                        "%(default)s, as `pubmote sub`)")
     p.add_argument("--trigger-seconds", type=arg(kinds.seconds()), default=5.0, metavar="S",
                    help="--follow: how often to look for new journal files (default: 5)")
     p.add_argument("--max-files-per-trigger", type=arg(kinds.whole(1)), metavar="N",
@@ -226,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         opts: dict[str, Any] = {"window": args.window, "watermark": args.watermark,
-                                "reading_key": args.reading_key, "log": _log}
+                                "late_ms": args.late_ms, "reading_key": args.reading_key,
+                                "log": _log}
         if args.follow:
             from pubmote.pipeline.stream import follow
 

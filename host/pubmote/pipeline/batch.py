@@ -48,7 +48,7 @@ def check_not_stream_sink(path: Path) -> None:
 
 
 def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark: str,
-            reading_key: str | None = None, log: Log = print,
+            late_ms: float | None = None, reading_key: str | None = None, log: Log = print,
             backlog: Future[Backlog] | None = None,
             ) -> tuple[DataFrame, dict[str, DataFrame], dict[str, Any]]:
     """The journal's rows (its typed columns), its tables, and counts: rows read and rows
@@ -56,12 +56,11 @@ def compute(spark: SparkSession, journal: str | Path, *, window: str, watermark:
     reads the Parquet columns again, only those it needs: cheaper than Spark's cache, which
     cost more to build than the reads it saved (bench/pipeline/PROFILE.md). The rows are
     not persisted; unpersist() on them is harmless (callers of the cached version did)."""
-    from .transform import TABLES, prepare
+    from .transform import LATE_MS, prepare, tables
 
     rows, stats = read_columns(spark, journal, reading_key, log, backlog)
-    prepared = prepare(rows)
-    tables = {name: fn(prepared, window, watermark) for name, fn in TABLES.items()}
-    return rows, tables, stats
+    late = LATE_MS if late_ms is None else late_ms
+    return rows, tables(prepare(rows), window, watermark, late), stats
 
 
 def _write(name: str, df: DataFrame, out: Path) -> int:
@@ -77,7 +76,8 @@ def _write(name: str, df: DataFrame, out: Path) -> int:
 
 
 def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, window: str,
-              watermark: str, reading_key: str | None = None, report: str | Path | None = None,
+              watermark: str, late_ms: float | None = None, reading_key: str | None = None,
+              report: str | Path | None = None,
               log: Log = print, backlog: Future[Backlog] | None = None) -> dict[str, Any]:
     """Write OUT/windows and OUT/health from every finished journal file, and with `report`
     REPORT/index.html (stats["report"]); return counts. `backlog`: the journal's
@@ -92,7 +92,8 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
         raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
                             "renames them into place on rotation (--journal-max-age)" % journal)
     rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
-                                  reading_key=reading_key, log=log, backlog=backlog)
+                                  late_ms=late_ms, reading_key=reading_key, log=log,
+                                  backlog=backlog)
     try:
         # both tables at once: one job's planning, code generation and last tasks leave a
         # core the other's tasks take (bench/pipeline/PROFILE.md)

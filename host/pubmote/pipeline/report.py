@@ -176,7 +176,9 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
                                   F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
                              .orderBy("topic").collect())
         totals_f = pool.submit(lambda: windows.agg(F.sum("messages").alias("messages"),
-                                                   F.countDistinct("topic").alias("topics"))
+                                                   F.countDistinct("topic").alias("topics"),
+                                                   F.sum("late").alias("late"),
+                                                   F.sum("too_late").alias("too_late"))
                                .first())
         rates, topic_readings, board_readings = series.result()
         hrows, hist, pct, last = (hrows_f.result(), hist_f.result(), pct_f.result(),
@@ -206,6 +208,8 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
     p = pct["p"] if pct is not None and pct["p"] else None
     summary: list[list[Any]] = [["messages", int(totals["messages"] or 0)],
                ["topics", int(totals["topics"] or 0)],
+               ["late (counted in their windows) / too late (counted where they arrived)",
+                "%d / %d" % (int(totals["late"] or 0), int(totals["too_late"] or 0))],
                ["deliveries", int(pct["n"]) if pct is not None else 0],
                ["latency p50 / p90 / p99 / max (ms)",
                 " / ".join(_fmt(x) for x in p) if p else "-"],
@@ -220,7 +224,8 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
              "padding:2px 6px;text-align:left}img{max-width:100%}</style>",
              "<h1>pubmote pipeline report</h1>",
-             "<p>Generated %s UTC. Windows of %s.</p>" % (
+             "<p>Generated %s UTC. Windows of %s by event time: when the board took a "
+             "reading, or its arrival at the bridge without a taken-time.</p>" % (
                  dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S"), html.escape(window)),
              _table(["", ""], summary)]
     for title, png in figs:

@@ -1,7 +1,9 @@
 """Synthetic journals in the bridge's exact record format, for the pipeline's tests and
 benchmarks (and for trying the pipeline without boards): boards publishing CBOR
 readings once a second, each message delivered to a few subscribers, some dropped or
-nacked, some boards reconnecting. Deterministic for a given seed."""
+nacked, some boards reconnecting; with `late`, some readings held back (late within a
+minute's watermark, or beyond it) and some taken without a clock. Deterministic for a
+given seed."""
 
 from __future__ import annotations
 
@@ -17,10 +19,14 @@ T0_MS = 1_789_999_980_000  # 2026-09-21T14:13:00Z, on a window boundary
 
 
 def records(n_messages: int, *, boards: int = 4, subscribers: int = 2, seed: int = 1,
-            t0_ms: int = T0_MS, period_ms: int = 1000) -> Iterator[dict[str, Any]]:
+            t0_ms: int = T0_MS, period_ms: int = 1000,
+            late: bool = False) -> Iterator[dict[str, Any]]:
     """Records for n_messages relayed messages (each with its egress records), in the
-    order the bridge writes them, plus board up/down events now and then."""
+    order the bridge writes them, plus board up/down events now and then. With `late`,
+    of every 100 messages some 3 were taken 3-45 s before they arrived, 1 61-200 s before,
+    and 3 without a taken-time (their own random stream: the rest is as without)."""
     rnd = random.Random(seed)
+    held = random.Random(seed + 1_000_003)
     names = ["board%d" % (i + 1) for i in range(boards)]
     subs = ["sp:127.0.0.1:%d" % (40000 + i) for i in range(subscribers)]
     for b in names:
@@ -36,7 +42,13 @@ def records(n_messages: int, *, boards: int = 4, subscribers: int = 2, seed: int
             continue
         payload = cbor.dumps({"seq": k // boards, "t_ms": t % 100000,
                               "celsius": round(18 + 8 * rnd.random(), 2)})
-        base = {"t_board": t - 3, "t_taken": t - 5, "t_bridge": float(t), "topic": topic,
+        taken: int | None = t - 5
+        if late:
+            r = held.random()
+            taken = (t - held.randint(3000, 45_000) if r < 0.03 else
+                     t - held.randint(61_000, 200_000) if r < 0.04 else
+                     None if r < 0.07 else taken)
+        base = {"t_board": t - 3, "t_taken": taken, "t_bridge": float(t), "topic": topic,
                 "origin": b, "ingress": "serial:" + b, "size": len(payload)}
         yield dict(base, egress=None, outcome="relayed", payload=payload.hex())
         for s in subs:

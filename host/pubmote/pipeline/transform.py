@@ -1,8 +1,25 @@
 """The pipeline's one transformation, shared by batch and streaming: journal rows into
 per-topic and per-node windows. With a watermark it is a valid streaming aggregation
-(append mode); in batch the watermark does nothing, so both compute the same rows."""
+(append mode); in batch the watermark does nothing, so both compute the same rows.
+
+The windows table is keyed by event time: when a board took the reading (`t_taken`), or
+its arrival at the bridge (`t_bridge`) when the board had no synced clock. How late a
+message came (its age: t_bridge - t_taken) decides the rest, from the record alone, so a
+batch run and a stream agree whatever order the files come in:
+  age <= late_ms               on time, in its taken-time window;
+  late_ms < age < watermark    late: in its taken-time window, counted in `late` too;
+  age >= watermark             too late: a stream may have written that window already, so
+                               it is counted in `too_late` of the window it arrived in,
+                               and in none of that window's other columns.
+A taken-time after the arrival (a board's clock ahead of the bridge's) is taken as the
+arrival: the windows' event times never pass the journal's, which keeps a stream's
+watermark behind every message the journal still holds (docs/pipeline.md).
+The health table (what happened at the bridge: deliveries, registrations) stays on
+arrival time."""
 
 from __future__ import annotations
+
+import re
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -12,9 +29,23 @@ MESSAGE_OUTCOMES = ("relayed", "fetch_failed", *EGRESS_OUTCOMES)
 
 WINDOW_COLUMNS = ("window_start", "window_end", "topic", "origin", "messages", "readings",
                   "reading_min", "reading_avg", "reading_max", "latency_p50_ms",
-                  "latency_p99_ms", "delivered", "dropped", "lost", "drop_rate")
+                  "latency_p99_ms", "delivered", "dropped", "lost", "drop_rate", "late",
+                  "too_late", "event_time")
 HEALTH_COLUMNS = ("window_start", "window_end", "node", "published", "delivered_to",
                   "dropped_to", "lost", "ups", "reconnects", "downs")
+LATE_MS = 2000  # as `pubmote sub --late-ms`: older than this on arrival is late
+
+_UNIT_MS = {"microsecond": 0.001, "millisecond": 1, "second": 1000, "minute": 60_000,
+            "hour": 3_600_000, "day": 86_400_000, "week": 604_800_000}
+_TERM = re.compile(r"(\d+(?:\.\d+)?)\s*(%s)s?" % "|".join(_UNIT_MS), re.IGNORECASE)
+
+
+def interval_ms(text: str) -> float:
+    """A Spark interval as the CLI takes it ('1 minute', '1 minute 30 seconds') in ms."""
+    terms = _TERM.findall(text)
+    if not terms or _TERM.sub("", text).strip():
+        raise ValueError("not an interval: %r" % text)
+    return sum(float(n) * _UNIT_MS[u.lower()] for n, u in terms)
 
 
 def usable() -> Column:
@@ -23,8 +54,9 @@ def usable() -> Column:
 
 
 def prepare(df: DataFrame) -> DataFrame:
-    """The usable rows of the journal's columns with their event time `ts` (from t_bridge):
-    what every table aggregates. The reading was decoded when the columns were written."""
+    """The usable rows of the journal's columns with their arrival time `ts` (from
+    t_bridge): what every table aggregates (the windows table by event time instead).
+    The reading was decoded when the columns were written."""
     return df.where(usable()).withColumn(
         "ts", F.timestamp_micros((F.col("t_bridge") * 1000).cast("long")))
 
@@ -43,17 +75,41 @@ def _percentiles(values: Column, ps: tuple[float, ...]) -> Column:
 def _flatten(df: DataFrame, columns: tuple[str, ...]) -> DataFrame:
     df = df.withColumn("window_start", F.col("window.start")).withColumn(
         "window_end", F.col("window.end"))
+    if "by_taken" in df.columns:  # which time the window's records were placed by
+        df = df.withColumn("event_time", F.when(F.col("by_arrival") == 0, "taken")
+                           .when(F.col("by_taken") == 0, "arrival").otherwise("mixed"))
     if "latency" in df.columns:
         df = df.withColumn("latency_p50_ms", F.col("latency")[0]).withColumn(
             "latency_p99_ms", F.col("latency")[1])
     return df.select(*columns)
 
 
-def topic_windows(df: DataFrame, window: str, watermark: str) -> DataFrame:
-    """Per topic and origin board, per window: messages, min/avg/max reading, p50/p99
-    latency to subscribers, deliveries, drops (dropped or nacked at an egress), messages
-    lost before the bridge had them (fetch_failed), and the drop rate over egresses."""
-    out = F.col("outcome")
+def by_event_time(df: DataFrame, watermark: str, late_ms: float = LATE_MS) -> DataFrame:
+    """The rows with `ts` their event time (the module's header says which), `age` how
+    late they came (NULL without a taken-time), and `too_late`."""
+    arrival = F.col("t_bridge")
+    taken = F.when(F.col("t_taken").isNotNull(), F.least(F.col("t_taken"), arrival))
+    age = arrival - taken
+    too_late = F.coalesce(age >= F.lit(interval_ms(watermark)), F.lit(False))
+    t = F.when(too_late, arrival).otherwise(F.coalesce(taken, arrival))
+    return (df.withColumn("age", age).withColumn("too_late", too_late)
+            .withColumn("late", ~too_late & (age > F.lit(float(late_ms))))
+            .withColumn("by_arrival", too_late | taken.isNull())
+            .withColumn("ts", F.timestamp_micros((t * 1000).cast("long"))))
+
+
+def topic_windows(df: DataFrame, window: str, watermark: str,
+                  late_ms: float = LATE_MS) -> DataFrame:
+    """Per topic and origin board, per event-time window: messages, min/avg/max reading,
+    p50/p99 latency to subscribers, deliveries, drops (dropped or nacked at an egress),
+    messages lost before the bridge had them (fetch_failed), the drop rate over egresses,
+    messages that came late (`late`, within the watermark) and too late (`too_late`,
+    counted where they arrived), and the time the window's records were placed by
+    (`event_time`: taken, arrival or mixed)."""
+    df = by_event_time(df, watermark, late_ms)
+    on_time = ~F.col("too_late")
+    out = F.when(on_time, F.col("outcome"))
+    reading = F.when(on_time, F.col("reading"))
     delivered = F.when(out == "delivered", F.col("latency_ms"))
     # The window's latencies, sorted, and both percentiles picked from them: exact (the
     # smallest latency with at least p of them at or below it), and 15-20% less CPU at
@@ -62,20 +118,25 @@ def topic_windows(df: DataFrame, window: str, watermark: str) -> DataFrame:
     latency = _percentiles(F.sort_array(F.collect_list(delivered)), (0.5, 0.99))
     dropped = _count(out.isin("dropped", "nacked"))
     agg = (df.withWatermark("ts", watermark)
-             .where(out.isin(*MESSAGE_OUTCOMES) & F.col("topic").isNotNull())
+             .where(F.col("outcome").isin(*MESSAGE_OUTCOMES) & F.col("topic").isNotNull())
              .groupBy(F.window("ts", window), "topic", "origin")
              .agg(_count(out == "relayed").alias("messages"),
-                  F.count("reading").alias("readings"),
-                  F.min("reading").alias("reading_min"),
-                  F.avg("reading").alias("reading_avg"),
-                  F.max("reading").alias("reading_max"),
+                  F.count(reading).alias("readings"),
+                  F.min(reading).alias("reading_min"),
+                  F.avg(reading).alias("reading_avg"),
+                  F.max(reading).alias("reading_max"),
                   latency.alias("latency"),
                   _count(out == "delivered").alias("delivered"),
                   dropped.alias("dropped"),
                   _count(out == "fetch_failed").alias("lost"),
                   # no subscriber, no egress: the rate is NULL, not an error
                   F.try_divide(dropped, _count(out.isin(*EGRESS_OUTCOMES)))
-                  .alias("drop_rate")))
+                  .alias("drop_rate"),
+                  _count((out == "relayed") & F.col("late")).alias("late"),
+                  _count((F.col("outcome") == "relayed") & F.col("too_late"))
+                  .alias("too_late"),
+                  _count(F.col("by_arrival")).alias("by_arrival"),
+                  _count(~F.col("by_arrival")).alias("by_taken")))
     return _flatten(agg, WINDOW_COLUMNS)
 
 
@@ -100,4 +161,11 @@ def node_health(df: DataFrame, window: str, watermark: str) -> DataFrame:
     return _flatten(agg, HEALTH_COLUMNS)
 
 
-TABLES = {"windows": topic_windows, "health": node_health}
+TABLE_NAMES = ("windows", "health")
+
+
+def tables(df: DataFrame, window: str, watermark: str,
+           late_ms: float = LATE_MS) -> dict[str, DataFrame]:
+    """Both tables of prepared rows, by name (TABLE_NAMES)."""
+    return {"windows": topic_windows(df, window, watermark, late_ms),
+            "health": node_health(df, window, watermark)}

@@ -327,6 +327,7 @@ KINDS: dict[tuple[tuple[str, ...], str], str] = {
     (("pipeline",), "--watermark"): "duration",
     (("pipeline",), "--trigger-seconds"): "seconds",
     (("pipeline",), "--max-files-per-trigger"): "count",
+    (("pipeline",), "--late-ms"): "count0",
     (("pipeline",), "--reading-key"): "free",  # any CBOR map key may hold the reading
     (("pipeline",), "-v"): "flag",
     (("pipeline",), "--remote"): "connect_url",
