@@ -192,7 +192,10 @@ BENCH_LINES = {
     "firmware/pico.py": [r"after Node\(\) \(probe\)\s+\d+ B", r"20 received, handled\s+\d+ B",
                          r"and 5 s later, handled\s+\d+ B", r"growth, last 10 published",
                          r"acked publishes over the UART \(board's clock\): %s/s" % NUM,
-                         r"received: 20 of 20"],
+                         r"received: 20 of 20",
+                         r"demo app, readings only\s+\d+ B",
+                         r"demo app, steady state\s+\d+ B\s+\(min \d+ B, max \d+ B over 10 "
+                         r"samples; 20 commands echoed"],
     "ndn/run.py": [r"app -> bridge -> board -> app\s+\d+", r"app -> bridge -> app\s+\d+",
                    r"ratios to python-ndn's own codec rate: board %s" % NUM],
     "mesh/run.py": [r"pubmote\s+%s\s+\d+" % NUM, r"js-libp2p\s+%s\s+\d+" % NUM,
