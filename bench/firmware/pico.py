@@ -59,7 +59,7 @@ QUICK_N = 20  # a multiple of 20: the board reports every 10th message received
 STALL_S = 60
 DEMO_COMMANDS = 200  # commands to the demo app, one at a time (--quick: QUICK_N)
 DEMO_SKIP = 2  # samples after the last command's echo (its round trip may still end)
-DEMO_SAMPLES = 10  # the steady state: 5 s of the demo's heap, twice a second
+DEMO_SAMPLES = 20  # the steady state: 10 s of the demo's heap, twice a second
 GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 
 

@@ -194,7 +194,7 @@ BENCH_LINES = {
                          r"acked publishes over the UART \(board's clock\): %s/s" % NUM,
                          r"received: 20 of 20",
                          r"demo app, readings only\s+\d+ B",
-                         r"demo app, steady state\s+\d+ B\s+\(min \d+ B, max \d+ B over 10 "
+                         r"demo app, steady state\s+\d+ B\s+\(min \d+ B, max \d+ B over 20 "
                          r"samples; 20 commands echoed"],
     "ndn/run.py": [r"app -> bridge -> board -> app\s+\d+", r"app -> bridge -> app\s+\d+",
                    r"ratios to python-ndn's own codec rate: board %s" % NUM],
