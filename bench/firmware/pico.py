@@ -9,6 +9,13 @@ flight), and "handled", once two readings 200 ms apart agree with nothing in fli
 Interest awaiting its Data, no publish awaiting its ack); the published rows come as they
 are at the 500th and the 1,000th publish, and settled the same way after the last.
 
+Then the demo app (pubmote_node.demo, what `pubmote sim` and a deployed board run) on a
+board of its own, booted from the same firmware: its reading each second through the
+outbox, and 200 commands (--quick: 20) sent one at a time, each echoed back on .../ack;
+the bench app beside it only prints the live heap twice a second. "demo app, steady state":
+the median (min, max) of the 10 readings (5 s) after the last echo, readings still flowing;
+the goal is the same <= 24 kB.
+
 The probe's stages import what a board running pubmote_node.node loads: the wire modules the
 node imports (not lp, loaded on a board's first Nack; not sp's SP-TCP codec, only its
 SubFilter; not hmac256, loaded only with a key), then the node; no demo app (a board runs one
@@ -19,8 +26,8 @@ app). The bench app is frozen into its own build of the firmware beside pubmote
 
 --no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to compare the
 heap the link batches take; --durable: the board's config sets "outbox_dir" (the durable
-outbox, loaded at Node()), to compare the heap it takes; --quick: 20 messages each way instead of 1,000, every row
-still printed (make bench QUICK=1)."""
+outbox, loaded at Node()), to compare the heap it takes (in both runs); --quick: 20
+messages each way instead of 1,000, every row still printed (make bench QUICK=1)."""
 
 from __future__ import annotations
 
@@ -50,6 +57,9 @@ APP = ROOT / "bench" / "firmware" / "pico_app" / "pico_bench.py"
 N = 1000  # messages each way (the bench app's own default too)
 QUICK_N = 20  # a multiple of 20: the board reports every 10th message received
 STALL_S = 60
+DEMO_COMMANDS = 200  # commands to the demo app, one at a time (--quick: QUICK_N)
+DEMO_SKIP = 2  # samples after the last command's echo (its round trip may still end)
+DEMO_SAMPLES = 20  # the steady state: 10 s of the demo's heap, twice a second
 GOAL_NODE, GOAL_STEADY, STRETCH = 20 * 1024, 24 * 1024, 16 * 1024
 
 
@@ -120,6 +130,105 @@ def probe() -> dict[str, int]:
     return {k: int(v) for k, v in re.findall(r"^BENCH (\S+) (-?\d+)", text, re.M)}
 
 
+def start_bridge(board: Board, sp_pub: str, sp_sub: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
+         board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub,
+         "--allow-anonymous-boards"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def demo_samples(board: Board) -> list[tuple[int, int, int]]:
+    # the demo run's (live heap, commands received, readings acked), twice a second
+    path = board.board.log_path
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return [(int(h), int(r), int(a))
+            for h, r, a in re.findall(r"^DEMO (\d+) (\d+) (\d+)", text, re.M)]
+
+
+class DemoLost(Exception):
+    """The demo board died or the demo run outlasted its deadline."""
+
+
+class DemoLine:
+    """The bench's SP sockets to the demo board's topics: commands out, everything it
+    publishes in (its readings counted)."""
+
+    def __init__(self, board: Board, sp_pub: str, sp_sub: str, deadline: float) -> None:
+        self.board = board
+        self.base = b"/pubmote/demo/%s/" % NAME.encode()
+        self.deadline = deadline
+        self.readings = 0
+        self.sub = pynng.Sub0(recv_timeout=200, recv_buffer_size=4096)
+        self.sub.subscribe(self.base)
+        self.sub.dial(sp_pub, block=False)
+        self.pub = pynng.Pub0()
+        self.pub.dial(sp_sub, block=False)
+
+    def recv(self) -> bytes:
+        """What the board published next (b"" after 200 ms of nothing); DemoLost past the
+        deadline or once the board is gone."""
+        if time.monotonic() > self.deadline or not self.board.board.alive():
+            raise DemoLost
+        try:
+            m: bytes = self.sub.recv()
+        except pynng.Timeout:
+            return b""
+        if m.startswith(self.base + b"temperature|"):
+            self.readings += 1
+        return m
+
+    def command(self, cmd: bytes) -> None:
+        """Send cmd and wait for its echo (sent again after 5 s without it: a loaded machine)."""
+        sent_t = 0.0
+        while True:
+            if time.monotonic() - sent_t > 5:
+                self.pub.send(self.base + b"command|" + cmd)
+                sent_t = time.monotonic()
+            if self.recv() == self.base + b"ack|" + cmd:
+                return
+
+    def close(self) -> None:
+        self.sub.close()
+        self.pub.close()
+
+
+def demo_run(extra: dict[str, object], commands: int) -> dict[str, int]:
+    """The demo app (pubmote_node.demo, as `pubmote sim` and a deployed board run it) on its
+    own board: its readings each second through the outbox, and `commands` commands sent to
+    it one at a time, each echoed back; its live heap twice a second. Steady state: the
+    DEMO_SAMPLES readings after it has echoed the last command (readings still flowing)."""
+    sp_pub = "tcp://127.0.0.1:%d" % free_port()
+    sp_sub = "tcp://127.0.0.1:%d" % free_port()
+    out: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="pubmote-pico-demo-") as tmp:
+        board = Board(Path(tmp), dict(extra, bench_demo=1))
+        bridge = start_bridge(board, sp_pub, sp_sub)
+        line = DemoLine(board, sp_pub, sp_sub, time.monotonic() + 600)
+        try:
+            # registered, readings flowing: the heap before any command
+            while len([a for _, _, a in demo_samples(board) if a >= 1]) < 3:
+                line.recv()
+            out["readings_only"] = demo_samples(board)[-1][0]
+            for i in range(commands):
+                line.command(b"cmd%d" % i)
+            got: list[int] = []
+            while len(got) < DEMO_SKIP + DEMO_SAMPLES:
+                line.recv()
+                got = [h for h, r, _ in demo_samples(board) if r >= commands]
+            steady = got[DEMO_SKIP:]
+            out.update(steady_min=min(steady), steady_max=max(steady),
+                       steady_median=sorted(steady)[len(steady) // 2],
+                       readings=line.readings, commands=commands)
+        except DemoLost:
+            pass
+        finally:
+            line.close()
+            end_process(bridge, signal.SIGINT, 15)
+            board.close()
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,11 +250,7 @@ def main() -> int:
     sp_sub = "tcp://127.0.0.1:%d" % free_port()
     with tempfile.TemporaryDirectory(prefix="pubmote-pico-bench-") as tmp:
         board = Board(Path(tmp), extra)
-        bridge = subprocess.Popen(
-            [str(Path(sys.executable).parent / "pubmote"), "bridge", "--no-view", "--serial",
-             board.board.port, "--sp-pub", sp_pub, "--sp-sub", sp_sub,
-             "--allow-anonymous-boards"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        bridge = start_bridge(board, sp_pub, sp_sub)
         sub = pynng.Sub0(recv_timeout=200, recv_buffer_size=4096)
         sub.subscribe(b"/pubmote/bench/%s/" % NAME.encode())
         sub.dial(sp_pub, block=False)
@@ -192,8 +297,23 @@ def main() -> int:
             end_process(bridge, signal.SIGINT, 15)
             board.close()
     r.update(node_only)
+    demo = demo_run({k: v for k, v in extra.items() if k != "bench_n"},
+                    QUICK_N if args.quick else DEMO_COMMANDS)
     report(r, dict(wire), wall_s, n)
+    report_demo(demo)
     return 0
+
+
+def report_demo(d: dict[str, int]) -> None:
+    if "steady_min" not in d:
+        print("  demo app: no result")
+        return
+    print("  the demo app (pubmote_node.demo: a reading a second through its outbox, each "
+          "command echoed), live heap twice a second:")
+    print("    %-36s %8s B" % ("demo app, readings only", d.get("readings_only", "?")))
+    print("    %-36s %8s B   (min %s B, max %s B over %d samples; %s commands echoed, %s "
+          "readings)" % ("demo app, steady state", d["steady_median"], d["steady_min"],
+                          d["steady_max"], DEMO_SAMPLES, d["commands"], d["readings"]))
 
 
 def report(r: dict[str, int], wire: dict[str, int], wall_s: float, n: int) -> None:

@@ -43,20 +43,14 @@ async def publisher(node, period_ms=1000):
 
 async def commander(node):
     # every command is echoed on .../ack; the command "stats" also publishes the board's
-    # own health report (counters, gc.mem_free) as CBOR on .../stats
+    # own health report (counters, gc.mem_free) as CBOR on .../stats. A directed message to
+    # this board, e.g. /gw1/sim1 or /*/*, is a command too: it comes into the same queue
+    # (one queue and one task for both: the board's heap)
     base = "/pubmote/demo/%s/" % node.name
     sub = node.subscribe(base + "command|")
+    node.directed(sub)
     while True:
         msg = await sub.recv()
-        await _command(node, base, msg.payload)
-
-
-async def directed(node):
-    # a directed message to this board, e.g. /gw1/sim1 or /*/*, is a command too
-    base = "/pubmote/demo/%s/" % node.name
-    inbox = node.directed()
-    while True:
-        msg = await inbox.recv()
         await _command(node, base, msg.payload)
 
 
@@ -72,5 +66,4 @@ async def _command(node, base, payload):
 async def main(node, period_ms=1000):
     asyncio.create_task(node.run())
     asyncio.create_task(commander(node))
-    asyncio.create_task(directed(node))
     await publisher(node, period_ms)

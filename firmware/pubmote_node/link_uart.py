@@ -11,7 +11,12 @@ from asyncio import core, sleep_ms
 class UartLink:
     """A hardware UART (ESP32, RP2040): machine.UART with the profile's pins and baud rate."""
 
-    def __init__(self, uart_id=1, baudrate=115200, tx=None, rx=None, rxbuf=1024):
+    # rxbuf: the UART's receive ring (on the board's heap on rp2): 44 ms of the line at
+    # 115200 baud for the read loop to come round (it takes 256 bytes a read, face.py).
+    # Twice the longest the loop is held by a write: rp2's UART.write waits in C while a
+    # frame part (258 B, 22 ms) goes into its 256-byte transmit ring. 1024 would hold
+    # 0.5 kB more for good
+    def __init__(self, uart_id=1, baudrate=115200, tx=None, rx=None, rxbuf=512):
         self.args = (uart_id, baudrate, tx, rx, rxbuf)
         self._u = None
 

@@ -197,7 +197,10 @@ BENCH_LINES = {
     "firmware/pico.py": [r"after Node\(\) \(probe\)\s+\d+ B", r"20 received, handled\s+\d+ B",
                          r"and 5 s later, handled\s+\d+ B", r"growth, last 10 published",
                          r"acked publishes over the UART \(board's clock\): %s/s" % NUM,
-                         r"received: 20 of 20"],
+                         r"received: 20 of 20",
+                         r"demo app, readings only\s+\d+ B",
+                         r"demo app, steady state\s+\d+ B\s+\(min \d+ B, max \d+ B over 20 "
+                         r"samples; 20 commands echoed"],
     "firmware/update_pico.py": [r"pubmote update to one emulated Pico .*: a [\d,]+-byte app",
                                 r"as with flow control:\n\s+\d+ segments, \d+ fetched again; "
                                 r"healthy",

@@ -1,6 +1,7 @@
 # The emulated Pico's side of bench/firmware/pico.py (runs on the board, from its /lib):
 # live heap after Node() and while publishing and receiving, and acked publishes over the
 # 115200-baud UART, timed on the board's own clock. Prints "BENCH key value" on USB.
+# With the config's bench_demo: the demo app instead, its live heap printed twice a second.
 import asyncio
 import gc
 import time
@@ -38,6 +39,9 @@ async def settled(node):
 
 
 async def main(node):
+    if node.config.get("bench_demo"):
+        await demo(node)
+        return
     n = node.config.get("bench_n", N)
     print("BENCH heap.after_node %d" % live())
     runner = asyncio.create_task(node.run())
@@ -98,3 +102,24 @@ async def main(node):
     print("BENCH node.nacks %d" % s["nacks"])
     print("BENCH done 1")
     await runner  # the node keeps its link until the bench stops the board
+
+
+async def demo(node):
+    # the demo app as a board runs it (pubmote_node.demo), and beside it a task that prints
+    # the live heap, what the demo received and what it published, every 500 ms (not a
+    # multiple of the demo's period: the readings are caught at every phase of their round
+    # trip). The task and this module's globals are all the bench adds to the demo's heap
+    from pubmote_node import demo as app
+
+    watch = asyncio.create_task(_watch(node))
+    try:
+        await app.main(node, node.config.get("period_ms", 1000))
+    finally:
+        watch.cancel()
+
+
+async def _watch(node):
+    c = node.counters
+    while True:
+        await asyncio.sleep_ms(500)
+        print("DEMO %d %d %d" % (live(), c["received"], c["acked"]))

@@ -118,6 +118,33 @@ def test_pynng_and_nanocat_publishers_reach_board_subscribers(tmp_path: Path) ->
     asyncio.run(run())
 
 
+def test_directed_message_is_a_demo_command(tmp_path: Path) -> None:
+    # the demo takes directed messages into its command queue (node.directed(sub)): one
+    # addressed to every board is echoed on .../ack as a command is
+    async def run() -> None:
+        urls = _urls()
+        async with bridge_with_boards(tmp_path, 1, period_ms=1000, **urls) as bridge:
+            await boards_registered(bridge, ["sim1"])
+            acks = Collector(urls["sp_pub"][0], b"/pubmote/demo/sim1/ack|")
+            pub = Publisher(urls["sp_sub"][0])
+
+            async def sender() -> None:
+                while True:
+                    await pub.send(b"/pubmote/to/*/*|/cmd|hello-directed")
+                    await asyncio.sleep(0.5)
+
+            task = asyncio.get_running_loop().create_task(sender())
+            try:
+                got = await acks.wait_for(b"/pubmote/demo/sim1/ack|", 1)
+            finally:
+                task.cancel()
+                pub.close()
+                acks.close()
+            assert got[0] == b"/pubmote/demo/sim1/ack|hello-directed"
+
+    asyncio.run(run())
+
+
 def _notified_topics(trace: Path) -> dict[str, set[str]]:
     """face -> the topics of the notifies the bridge sent on it (what it delivered)."""
     out: dict[str, set[str]] = {}
