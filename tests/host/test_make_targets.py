@@ -184,6 +184,13 @@ BENCH_LINES = {
                           r"update_broken, --timeout 10: 3/3 boards rolled back",
                           r"update_hang, --timeout 10: 3/3 boards rolled back",
                           r"power cut at a random point of 2 updates: 2/2 boots on a whole app"],
+    "gateway/outage.py": [r"outages of a board publishing every 200 ms",
+                          r"bridge down 2 s, RAM outbox .*: taken in the outage \d+/\d+ "
+                          r"\(%s %%\), lost -?\d+ .* delivered within %s s of the return, in "
+                          r"order (yes|no), taken-time error max %s ms" % (NUM, NUM, NUM),
+                          r"bridge down 2 s, board reset mid-outage, durable outbox: taken in "
+                          r"the outage \d+/\d+ \(%s %%\), lost -?\d+ .* in order (yes|no), "
+                          r"taken-time error max %s ms" % (NUM, NUM)],
     "firmware/run.py": [r"publishing 100 messages", r"wasm 32-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"unix port 64-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"peak live while publishing: \d+"],
