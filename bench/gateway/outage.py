@@ -195,7 +195,7 @@ def figures(r: dict[str, Any], outage_s: float) -> dict[str, Any]:
         lo = min(got) if b == 0 else 0
         hi = max(got)
         if b == 0 and r["left_at_cut"]:
-            hi = max(hi, max(r["left_at_cut"]))
+            hi = max(hi, *r["left_at_cut"])
         known = sorted(got.items())
         for seq in range(lo, hi + 1):
             if seq in got:

@@ -9,13 +9,21 @@
 # it leaves the outbox, and the outbox starts with those a reboot left there). Each message
 # keeps the time it was taken: its publish ticks while the board runs, and in its log
 # record the time itself (ticks mean nothing after a reboot), when the clock was synced.
+# The heap bounds it too: bounds set beyond what the heap holds (a long outage's worth)
+# make the oldest go, counted the same, once fewer than _RESERVE bytes would be left free,
+# or when the heap cannot grow the queue, rather than a MemoryError in the app's publish.
 import asyncio
+import gc
 
 from pubmote_wire.compat import const
 
 _LEN = const(64)  # messages held by default
 _BYTES = const(4096)  # bytes of topics and payloads held by default
 _IDLE_MS = const(100)  # how often a drain waiting for the bridge looks again
+# heap kept free for the app and the link: below it the outbox counts as full, and the
+# oldest messages worth about this much are dropped at once (one collection per batch)
+_RESERVE = const(8192)
+_MSG_HEAP = const(32)  # a queued message's heap beyond its payload's bytes (about)
 # tries (each with the node's retries) while connected before a message the bridge never
 # acks (e.g. refused by a publish grant) is given up and counted, so it cannot block the
 # messages behind it for ever
@@ -48,19 +56,20 @@ class Outbox:
             from .outlog import OutLog
 
             node.counters["outbox_log_failed"] = 0
+            # what a reboot left, taken in as it is read (the heap's bound applies: a log
+            # larger than the heap holds drops its oldest, counted, instead of failing).
             # "{name}": boards that share a filesystem (simulated ones) each keep their own
-            log = OutLog(path.replace("{name}", node.name))
+            self._log = OutLog(path.replace("{name}", node.name))
             try:
-                held = log.replay()
+                self._log.replay(self._replayed)
             except OSError:  # no filesystem there: the board runs, its outbox in RAM
                 node.counters["outbox_log_failed"] += 1
-                held = ()
-                log = None
-            self._log = log
-            for fields in held:
-                topic = fields[0].decode()
-                self._room(len(topic) + len(fields[1]))
-                self._hold(topic, fields[1], fields[2] if len(fields) > 2 and fields[2] else None)
+                self._log = None
+
+    def _replayed(self, fields):
+        topic = fields[0].decode()
+        self._room(len(topic) + len(fields[1]))
+        self._hold(topic, fields[1], fields[2] if len(fields) > 2 and fields[2] else None)
 
     def __len__(self):
         return len(self._q) // 2
@@ -97,14 +106,40 @@ class Outbox:
         while q and (len(q) // 2 >= max_len or self._bytes + size > max_bytes):
             self._pop()
             self._node.counters["outbox_dropped"] += 1
+        if q and _heap_low():
+            self._shed()
+
+    def _shed(self):
+        # the heap is the bound: the oldest dropped (counted) until about _RESERVE bytes
+        # are freed, then collected
+        q = self._q
+        freed = 0
+        while q and freed < _RESERVE:
+            freed += len(q[1]) + _MSG_HEAP
+            self._pop()
+            self._node.counters["outbox_dropped"] += 1
+        gc.collect()
 
     def _hold(self, topic, payload, stamp):
         q = self._q
+        stamps = self._stamps
         if q and topic == q[-2]:
             topic = q[-2]
-        q.append(topic)
-        q.append(payload)
-        self._stamps.append(stamp)
+        while True:
+            n = len(q)
+            try:
+                q.append(topic)
+                q.append(payload)
+                stamps.append(stamp)
+                break
+            except MemoryError:  # no block for the grown lists: undone, room made
+                while len(q) > n:
+                    q.pop()
+                while len(stamps) > n // 2:
+                    stamps.pop()
+                if not q:
+                    raise
+                self._shed()
         self._bytes += len(topic) + len(payload)
 
     def _pop(self):
@@ -163,3 +198,15 @@ class Outbox:
             if not q:
                 self._q = []  # a list keeps its grown storage when emptied: let it go
                 self._stamps = []
+
+
+def _heap_low():
+    # fewer than _RESERVE bytes free once garbage is collected (a collection only when
+    # the free figure is low already); never on CPython, whose heap is not the board's
+    try:
+        if gc.mem_free() >= _RESERVE:
+            return False
+    except AttributeError:
+        return False
+    gc.collect()
+    return gc.mem_free() < _RESERVE

@@ -37,14 +37,20 @@ class OutLog:
         self._hdr = bytearray(_HEAD)  # one header buffer, patched in place
         self._next = 0  # the next record's seq
         self._done = -1  # every seq up to this one has left the outbox
-        self._held = []  # seqs of the replayed messages still queued, oldest first
+        # seqs of the replayed messages still queued, oldest first, as runs: first, last,
+        # first, last, ... (one run unless a torn record left a gap: a list per seq would
+        # cost a long outage's log a block of heap)
+        self._held = []
         self._segs = []  # segment number, last seq in it, ... (oldest first)
         self._cur = 0  # the segment appended to
         self._cur_bytes = 0
 
-    def replay(self):
-        """The messages the log holds that had not left the outbox, oldest first: a list of
-        lists of fields (bytes). Removes segments with nothing left in them."""
+    def replay(self, hold=None):
+        """The messages the log holds that had not left the outbox, oldest first, each a
+        list of fields (bytes): handed to hold(fields) one by one as they are read (the
+        outbox takes each in, and may drop the oldest meanwhile: done() as usual), so the
+        log is never all in RAM at once; without hold, returned as a list. Removes
+        segments with nothing left in them."""
         d = self._dir
         try:
             os.mkdir(d)
@@ -55,41 +61,46 @@ class OutLog:
             if n.isdigit():
                 nums.append(int(n))
         nums.sort()
-        recs = []  # seq, fields, ... for every valid record
+        # first the cursor and the seqs (no fields kept): a record's fields are held only
+        # if the last cursor written is behind its seq
         done = -1
         top = -1
         segs = self._segs
         for num in nums:
             last = -1
-            with open(self._path(num), "rb") as f:
-                buf = f.read()
-            pos = 0
-            while True:
-                r = _record(buf, pos)
-                if r is None:
-                    break  # the end, or a torn tail: what follows it is not trusted
-                pos, seq, was_done, fields = r
-                done = max(done, was_done)
-                top = max(top, seq)
-                last = seq
-                if seq > done:
-                    recs.append(seq)
-                    recs.append(fields)
+            for r in _records(self._read(num)):
+                done = max(done, r[2])
+                top = max(top, r[1])
+                last = r[1]
             segs.append(num)
             segs.append(last)
         self._next = top + 1
         self._cur = nums[-1] + 1 if nums else 0
-        out = []
-        held = self._held
-        for i in range(0, len(recs), 2):
-            if recs[i] > done:
-                held.append(recs[i])
-                out.append(recs[i + 1])
         # the cursor: as last written while messages are left (done() moves it through
         # their seqs), else at the newest record, so that new seqs follow it one by one
-        self._done = done if held else top
+        self._done = done
+        out = [] if hold is None else None
+        held = self._held
+        for num in nums:
+            for r in _records(self._read(num)):
+                if r[1] > done:
+                    if held and held[-1] == r[1] - 1:
+                        held[-1] = r[1]
+                    else:
+                        held.append(r[1])
+                        held.append(r[1])
+                    if out is None:
+                        hold(r[3])
+                    else:
+                        out.append(r[3])
+        if not held:
+            self._done = top
         self._trim()
         return out
+
+    def _read(self, num):
+        with open(self._path(num), "rb") as f:
+            return f.read()
 
     def append(self, fields):
         """Log one message (a list of bytes fields) as the newest. False if the filesystem
@@ -132,7 +143,14 @@ class OutLog:
     def done(self):
         """The oldest message in the outbox left it (acked, dropped or given up)."""
         held = self._held
-        self._done = held.pop(0) if held else self._done + 1
+        if not held:
+            self._done += 1
+        elif held[0] == held[1]:
+            self._done = held.pop(0)
+            held.pop(0)
+        else:
+            self._done = held[0]
+            held[0] += 1
         self._trim()
 
     def _trim(self):
@@ -148,6 +166,18 @@ class OutLog:
 
     def _path(self, num):
         return "%s/%d" % (self._dir, num)
+
+
+def _records(buf):
+    # (next pos, seq, done, fields) of each valid record of a segment, up to the first
+    # that is not (the end, or a torn tail: what follows it is not trusted)
+    pos = 0
+    while True:
+        r = _record(buf, pos)
+        if r is None:
+            return
+        yield r
+        pos = r[0]
 
 
 def _record(buf, pos):

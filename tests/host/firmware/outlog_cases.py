@@ -315,6 +315,29 @@ def test_an_outbox_dir_that_cannot_be_made_leaves_the_outbox_in_ram():
 
 
 
+def test_a_log_larger_than_the_heap_is_taken_in_as_it_is_read():
+    # bounds set for a long outage, a reboot: the log (2,000 readings, ~180 kB) is more
+    # than the unix port's 256 kB heap holds beside the outbox's copy; read whole it was
+    # a MemoryError at every boot. Taken in record by record, the heap is the bound: the
+    # oldest dropped and counted, the newest held in order (on CPython all of them)
+    from pubmote_node.outbox import Outbox
+
+    d = _fresh()
+    log = OutLog(d)
+    log.replay()
+    n = 2000
+    for i in range(n):
+        assert log.append((TOPIC, _msg(i) + bytes(56), b"\x00\x00\x01\x9a\xbc\xde\xf0\x12"))
+    log = None
+    node = _Node({"outbox_dir": d, "outbox_len": 100000, "outbox_bytes": 100000000})
+    ob = Outbox(node, None)
+    held = len(ob)  # (checked in place: the heap has no room for a list of them)
+    assert held + node.counters["outbox_dropped"] == n and held >= 100
+    for k in range(held):
+        assert ob._q[2 * k + 1] == _msg(n - held + k) + bytes(56)
+    assert node.counters["outbox_log_failed"] == 0
+
+
 def test_name_in_the_outbox_dir_is_the_boards():
     from pubmote_node.outbox import Outbox
 
