@@ -47,6 +47,9 @@ ERROR_MS = 50.0
 # objects, a queued reading ~130 bytes of it) holds fewer, and the outbox then drops the
 # oldest, counted as the bounds' are
 BOUNDS = (3100, 300_000)
+# the durable outbox: the oldest in RAM (its default bounds), the newer on flash only, up
+# to this much log (a record ~107 bytes, four to a 512-byte segment: 3,000 in ~384 kB)
+LOG_BYTES = 512_000
 
 
 def truth_ms(t_ms: int) -> float:
@@ -267,12 +270,14 @@ async def main(args: argparse.Namespace) -> None:
           "taken-time within %.0f ms)" % (PERIOD_MS, TAKEN_PCT, DELIVERED_S, ERROR_MS))
     for outage_s in outages:
         for reset in (False, True):
-            config: dict[str, Any] = {"outbox_len": BOUNDS[0], "outbox_bytes": BOUNDS[1]}
             if reset:
-                config["outbox_dir"] = "outbox"
-            name = "bridge down %g s, %s" % (
-                outage_s, "board reset mid-outage, durable outbox" if reset else
-                "RAM outbox (bounds %d messages, %d bytes, and the heap)" % BOUNDS)
+                config: dict[str, Any] = {"outbox_dir": "outbox", "outbox_log_bytes": LOG_BYTES}
+                what = ("board reset mid-outage, durable outbox (the RAM's default bounds, "
+                        "the rest on flash up to %d bytes)" % LOG_BYTES)
+            else:
+                config = {"outbox_len": BOUNDS[0], "outbox_bytes": BOUNDS[1]}
+                what = "RAM outbox (bounds %d messages, %d bytes, and the heap)" % BOUNDS
+            name = "bridge down %g s, %s" % (outage_s, what)
             with tempfile.TemporaryDirectory(prefix="pubmote-outage-") as tmp:
                 r = await run_scenario(Path(tmp), outage_s, reset, config)
             print(line(name, figures(r, outage_s)), flush=True)

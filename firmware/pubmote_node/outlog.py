@@ -44,6 +44,11 @@ class OutLog:
         self._segs = []  # segment number, last seq in it, ... (oldest first)
         self._cur = 0  # the segment appended to
         self._cur_bytes = 0
+        # the durable outbox past its RAM's bounds (outbox.py): records from this seq on
+        # are on flash only, taken into RAM as the outbox's head leaves; and the first seq
+        # of this boot (ticks in the records before it mean nothing now)
+        self._loaded = 0
+        self._boot = 0
 
     def replay(self, hold=None):
         """The messages the log holds that had not left the outbox, oldest first, each a
@@ -81,6 +86,7 @@ class OutLog:
         self._done = done
         out = [] if hold is None else None
         held = self._held
+        self._loaded = -1  # (until hold leaves one on flash)
         for num in nums:
             for r in _records(self._read(num)):
                 if r[1] > done:
@@ -89,10 +95,13 @@ class OutLog:
                     else:
                         held.append(r[1])
                         held.append(r[1])
-                    if out is None:
-                        hold(r[3])
-                    else:
+                    if out is not None:
                         out.append(r[3])
+                    elif hold(r[3]) is False and self._loaded < 0:
+                        self._loaded = r[1]  # it and those after it stay on flash
+        if self._loaded < 0:
+            self._loaded = self._next
+        self._boot = self._next
         if not held:
             self._done = top
         self._trim()
@@ -102,11 +111,14 @@ class OutLog:
         with open(self._path(num), "rb") as f:
             return f.read()
 
-    def append(self, fields):
-        """Log one message (a list of bytes fields) as the newest. False if the filesystem
-        refused it (full, or failing): the message then lives in RAM only."""
+    def append(self, fields, held=True):
+        """Log one message (a list of bytes fields) as the newest; held: also in RAM
+        (False: on flash only, until took()). False if the filesystem refused it (full,
+        or failing): the message then lives in RAM only."""
         seq = self._next
         self._next = seq + 1
+        if held:
+            self._loaded = seq + 1
         size = _HEAD + 2
         for x in fields:
             size += 2 + len(x)
@@ -139,6 +151,29 @@ class OutLog:
             return False
         self._cur_bytes += size
         return True
+
+    def spilled(self):
+        """(seq, fields) of each record on flash only, oldest first (a generator: the
+        outbox takes what its RAM holds, calling took(seq) for each)."""
+        segs = self._segs
+        i = 0
+        while i < len(segs):
+            if segs[i + 1] >= self._loaded:
+                for r in _records(self._read(segs[i])):
+                    if r[1] >= self._loaded:
+                        yield r[1], r[3]
+            i += 2
+
+    def took(self, seq):
+        """The record seq is in RAM now."""
+        self._loaded = seq + 1
+
+    def this_boot(self, seq):
+        return seq >= self._boot
+
+    def size(self):
+        """The log's bytes on flash (its segments', counted whole)."""
+        return (len(self._segs) // 2) * _SEG_BYTES
 
     def done(self):
         """The oldest message in the outbox left it (acked, dropped or given up)."""
