@@ -188,7 +188,7 @@ BENCH_LINES = {
                           r"bridge down 2 s, RAM outbox .*: taken in the outage \d+/\d+ "
                           r"\(%s %%\), lost -?\d+ .* delivered within %s s of the return, in "
                           r"order (yes|no), taken-time error max %s ms" % (NUM, NUM, NUM),
-                          r"bridge down 2 s, board reset mid-outage, durable outbox: taken in "
+                          r"bridge down 2 s, board reset mid-outage, durable outbox .*: taken in "
                           r"the outage \d+/\d+ \(%s %%\), lost -?\d+ .* in order (yes|no), "
                           r"taken-time error max %s ms" % (NUM, NUM)],
     "firmware/run.py": [r"publishing 100 messages", r"wasm 32-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
