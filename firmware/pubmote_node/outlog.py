@@ -3,7 +3,9 @@
 # up; a new one is begun once the current one would pass _SEG_BYTES (and at every boot, so
 # nothing is ever appended after a torn tail). A segment is removed once every message in
 # it has left the outbox (acked, dropped or given up), so the log holds the outbox's
-# messages and at most two segments besides.
+# messages and at most two segments besides. Past the outbox's RAM bounds (config
+# "outbox_log_bytes") the newest messages are in the log only: spilled() reads them back,
+# oldest first, as the outbox takes them in, and size() is what that bound is checked on.
 #
 # A record: u16 n | u32 seq | u32 done | u8 k | k x (u16 len | bytes) | u16 crc, little
 # endian except the CRC-16/CCITT (big endian, as on the link) over everything before it;
