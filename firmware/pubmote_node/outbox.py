@@ -143,6 +143,8 @@ class Outbox:
 
     def _refill(self):
         # messages on flash only taken into RAM, oldest first, while the RAM's bounds allow
+        if not self._spilled:
+            return
         log = self._log
         for seq, fields in log.spilled():
             if not self._spilled or self._full(len(fields[0]) + len(fields[1])):

@@ -371,6 +371,44 @@ def test_past_its_ram_bounds_the_durable_outbox_keeps_messages_on_flash():
     assert _drains_in_order(ob, dropped, n)
 
 
+def _alloc():
+    import gc
+
+    gc.collect()
+    return gc.mem_alloc() if hasattr(gc, "mem_alloc") else 0  # (CPython: not counted)
+
+
+def test_a_long_outage_on_flash_costs_the_heap_nothing_per_segment():
+    # 3,000 messages on flash only, two to a segment: the log keeps no list of its
+    # segments (on a fragmented board such a list's growth found no block: MemoryError in
+    # the app's publish, 10 minutes into an outage)
+    import asyncio
+
+    from pubmote_node.outbox import Outbox
+
+    d = _fresh()
+    cfg = {"outbox_dir": d, "outbox_len": 8, "outbox_log_bytes": 2000000}
+    big = bytes(200)
+
+    async def outage(ob, first, n):
+        for i in range(first, first + n):
+            ob.put("/t", _msg(i) + big, 1000 + i)
+        await asyncio.sleep(0)
+
+    node = _Node(cfg)
+    ob = Outbox(node, None)
+    asyncio.run(outage(ob, 0, 100))
+    base = _alloc()
+    asyncio.run(outage(ob, 100, 3000))
+    assert _alloc() - base < 4096
+    assert len(ob) == 3100 and node.counters["outbox_dropped"] == 0
+    assert ob._log.size() >= 1500 * 512
+    node = _Node(cfg)
+    ob = Outbox(node, None)  # the reboot
+    assert len(ob) == 3100 and node.counters["outbox_dropped"] == 0
+    assert ob._q[1] == _msg(0) + big
+
+
 def test_a_log_larger_than_the_heap_is_taken_in_as_it_is_read():
     # bounds set for a long outage, a reboot: the log (2,000 readings, ~180 kB) is more
     # than the unix port's 256 kB heap holds beside the outbox's copy; read whole it was
