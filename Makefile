@@ -119,7 +119,9 @@ test-stress: setup
 ## make bench: codec against python-ndn; bridge against pynng; a board's acked publishes
 ## against umqtt.simple -> mosquitto; a gateway of 100 boards against mosquitto; a fleet update
 ## (10 simulated boards, canary, rollbacks, power cuts: pubmote update); a sleeping board
-## (100 cycles of 10 s asleep / 300 ms awake, commands at random times); firmware heap (and
+## (100 cycles of 10 s asleep / 300 ms awake, commands at random times); a board's readings
+## through 20 s and 10-minute outages of its bridge, with the RAM outbox and with a reset
+## mid-outage and the durable outbox (~25 min; QUICK: 2 s outages); firmware heap (and
 ## heap and UART rate on the emulated Pico against the line's limit; an update of an emulated
 ## Pico over its UART, its rate against the line's limit and its updater's heap); NDN face; mesh
 ## and GossipSub against js-libp2p and py-libp2p; DHT overlay; pipeline (Spark against DuckDB
@@ -135,6 +137,7 @@ bench: setup firmware
 	$(PY) bench/gateway/run.py $(if $(QUICK),--boards 5 --seconds 0.5 --rounds 1)
 	$(PY) bench/gateway/update.py $(if $(QUICK),--boards 3 --cuts 2)
 	$(PY) bench/gateway/sleep.py $(if $(QUICK),--quick)
+	$(PY) bench/gateway/outage.py $(if $(QUICK),--quick)
 	$(PY) bench/firmware/run.py $(if $(QUICK),--quick)
 	$(PY) bench/firmware/tls_link.py
 	$(PY) bench/firmware/pico.py $(if $(QUICK),--quick)

@@ -31,7 +31,8 @@ class Node:
     "prefix": "/pubmote/node/<name>" (default), "max_soft": 8, "max_soft_bytes": 4096,
     "queue_len": 16, "timeout_ms": 1500, "retries": 3, "keepalive_ms": 3000, "inline": True,
     "outbox_len": 64, "outbox_bytes": 4096, "outbox_dir": None (a directory: the outbox
-    kept on the filesystem, outlog.py)}.
+    kept on the filesystem, outlog.py), "outbox_log_bytes": None (with outbox_dir: messages
+    past the RAM's bounds wait on flash only, up to that many bytes of log)}.
     Start it with `asyncio.create_task(node.run())`; publish and subscribe at any time.
     Its parts: port (the link's frames), exchange (Interests awaiting Data) and session
     (the bridge's registration: connected, gateway).

@@ -9,13 +9,23 @@
 # it leaves the outbox, and the outbox starts with those a reboot left there). Each message
 # keeps the time it was taken: its publish ticks while the board runs, and in its log
 # record the time itself (ticks mean nothing after a reboot), when the clock was synced.
+# With "outbox_log_bytes" too, the bounds hold the oldest messages in RAM and the newer
+# wait in the log only, read back in order as the head leaves; the log is then the bound,
+# in bytes (a long outage's readings fit on flash, not in the heap). The heap bounds it too: bounds set beyond what the heap holds (a long outage's worth)
+# make the oldest go, counted the same, once fewer than _RESERVE bytes would be left free,
+# or when the heap cannot grow the queue, rather than a MemoryError in the app's publish.
 import asyncio
+import gc
 
 from pubmote_wire.compat import const
 
 _LEN = const(64)  # messages held by default
 _BYTES = const(4096)  # bytes of topics and payloads held by default
 _IDLE_MS = const(100)  # how often a drain waiting for the bridge looks again
+# heap kept free for the app and the link: below it the outbox counts as full, and the
+# oldest messages worth about this much are dropped at once (one collection per batch)
+_RESERVE = const(8192)
+_MSG_HEAP = const(32)  # a queued message's heap beyond its payload's bytes (about)
 # tries (each with the node's retries) while connected before a message the bridge never
 # acks (e.g. refused by a publish grant) is given up and counted, so it cannot block the
 # messages behind it for ever
@@ -43,43 +53,108 @@ class Outbox:
         self._popped = 0  # messages taken off the head: tells the drain its own went
         self._draining = False
         self._log = None
+        # with outbox_log_bytes (and the durable outbox) the RAM's bounds hold the oldest
+        # messages, the newer wait on flash only, up to that many bytes of log
+        self._spill = 0
+        self._spilled = 0  # messages on flash only: the newest, after those in RAM
         path = node.config.get("outbox_dir")
         if path:
             from .outlog import OutLog
 
             node.counters["outbox_log_failed"] = 0
+            # what a reboot left, taken in as it is read (the heap's bound applies: a log
+            # larger than the heap holds drops its oldest, counted, instead of failing).
             # "{name}": boards that share a filesystem (simulated ones) each keep their own
-            log = OutLog(path.replace("{name}", node.name))
+            self._log = OutLog(path.replace("{name}", node.name))
+            self._spill = node.config.get("outbox_log_bytes") or 0
             try:
-                held = log.replay()
+                self._log.replay(self._replayed)
             except OSError:  # no filesystem there: the board runs, its outbox in RAM
                 node.counters["outbox_log_failed"] += 1
-                held = ()
-                log = None
-            self._log = log
-            for fields in held:
-                topic = fields[0].decode()
-                self._room(len(topic) + len(fields[1]))
-                self._hold(topic, fields[1], fields[2] if len(fields) > 2 and fields[2] else None)
+                self._log = None
+                self._spill = 0
+                self._spilled = 0
+
+    def _replayed(self, fields):
+        # False: left on flash (past the RAM's bounds, with outbox_log_bytes)
+        size = len(fields[0]) + len(fields[1])
+        if self._spill and (self._spilled or self._full(size)):
+            self._spilled += 1
+            return False
+        self._room(size)
+        self._hold(fields[0].decode(), fields[1],
+                   fields[2] if len(fields) > 2 and fields[2] else None)
+        return True
 
     def __len__(self):
-        return len(self._q) // 2
+        return len(self._q) // 2 + self._spilled
 
     def put(self, topic, payload, stamp):
         size = len(topic) + len(payload)
         if size > self._node.config.get("outbox_bytes", _BYTES):
             raise ValueError("message larger than the outbox")
-        self._room(size)
         log = self._log
+        if self._spill and (self._spilled or self._full(size)):
+            # past the RAM's bounds: on flash only, taken into RAM as the head leaves
+            if self._append(topic, payload, stamp, False):
+                self._spilled += 1
+                self._bound_log()
+            else:  # neither on flash nor in RAM
+                self._node.counters["outbox_dropped"] += 1
+            self.kick()
+            return
+        self._room(size)
         if log is not None:
             # on flash before the app hears "queued" (after the drops: its record carries
             # the cursor past them)
-            t = topic.encode() if isinstance(topic, str) else topic
-            taken = self._node.session.clock.value(stamp)
-            if not log.append((t, payload, taken if taken is not None else b"")):
-                self._node.counters["outbox_log_failed"] += 1
+            self._append(topic, payload, stamp, True)
         self._hold(topic, payload, stamp)
         self.kick()
+
+    def _append(self, topic, payload, stamp, held):
+        t = topic.encode() if isinstance(topic, str) else topic
+        taken = self._node.session.clock.value(stamp)
+        if taken is not None:
+            fields = (t, payload, taken)
+        else:  # no time yet: the ticks, which a message loaded in this boot can still use
+            fields = (t, payload, b"", stamp.to_bytes(4, "little") if stamp is not None else b"")
+        if self._log.append(fields, held):
+            return True
+        self._node.counters["outbox_log_failed"] += 1
+        return False
+
+    def _full(self, size):
+        cfg = self._node.config
+        return self._q and (len(self._q) // 2 >= cfg.get("outbox_len", _LEN)
+                            or self._bytes + size > cfg.get("outbox_bytes", _BYTES)
+                            or _heap_low())
+
+    def _bound_log(self):
+        # the flash bound: the oldest dropped (counted) until the log is within it
+        log = self._log
+        while log.size() > self._spill:
+            if not self._q:
+                self._refill()
+                if not self._q:
+                    break
+            self._pop()
+            self._node.counters["outbox_dropped"] += 1
+        self._refill()
+
+    def _refill(self):
+        # messages on flash only taken into RAM, oldest first, while the RAM's bounds allow
+        if not self._spilled:
+            return
+        log = self._log
+        for seq, fields in log.spilled():
+            if not self._spilled or self._full(len(fields[0]) + len(fields[1])):
+                return
+            stamp = fields[2] if len(fields) > 2 and fields[2] else None
+            if stamp is None and len(fields) > 3 and len(fields[3]) == 4 and log.this_boot(seq):
+                stamp = int.from_bytes(fields[3], "little")
+            self._hold(fields[0].decode(), fields[1], stamp)
+            self._spilled -= 1
+            log.took(seq)
 
     def kick(self):
         """Start the drain if messages wait and none runs (at a put, and once the node
@@ -97,14 +172,40 @@ class Outbox:
         while q and (len(q) // 2 >= max_len or self._bytes + size > max_bytes):
             self._pop()
             self._node.counters["outbox_dropped"] += 1
+        if q and _heap_low():
+            self._shed()
+
+    def _shed(self):
+        # the heap is the bound: the oldest dropped (counted) until about _RESERVE bytes
+        # are freed, then collected
+        q = self._q
+        freed = 0
+        while q and freed < _RESERVE:
+            freed += len(q[1]) + _MSG_HEAP
+            self._pop()
+            self._node.counters["outbox_dropped"] += 1
+        gc.collect()
 
     def _hold(self, topic, payload, stamp):
         q = self._q
+        stamps = self._stamps
         if q and topic == q[-2]:
             topic = q[-2]
-        q.append(topic)
-        q.append(payload)
-        self._stamps.append(stamp)
+        while True:
+            n = len(q)
+            try:
+                q.append(topic)
+                q.append(payload)
+                stamps.append(stamp)
+                break
+            except MemoryError:  # no block for the grown lists: undone, room made
+                while len(q) > n:
+                    q.pop()
+                while len(stamps) > n // 2:
+                    stamps.pop()
+                if not q:
+                    raise
+                self._shed()
         self._bytes += len(topic) + len(payload)
 
     def _pop(self):
@@ -146,6 +247,8 @@ class Outbox:
                     tries = _TRIES
                 if ok:
                     self._pop()
+                    if self._spilled:
+                        self._refill()
                     tries = 0
                     continue
                 # not acked because the soft state was full (waited publishes of the app):
@@ -154,6 +257,8 @@ class Outbox:
                     tries += 1
                     if tries >= _TRIES:
                         self._pop()
+                        if self._spilled:
+                            self._refill()
                         counters["outbox_failed"] += 1
                         tries = 0
                         continue
@@ -163,3 +268,15 @@ class Outbox:
             if not q:
                 self._q = []  # a list keeps its grown storage when emptied: let it go
                 self._stamps = []
+
+
+def _heap_low():
+    # fewer than _RESERVE bytes free once garbage is collected (a collection only when
+    # the free figure is low already); never on CPython, whose heap is not the board's
+    try:
+        if gc.mem_free() >= _RESERVE:
+            return False
+    except AttributeError:
+        return False
+    gc.collect()
+    return gc.mem_free() < _RESERVE

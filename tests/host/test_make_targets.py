@@ -189,6 +189,13 @@ BENCH_LINES = {
                          r"twice 0, out of order 0, a wake late 0",
                          r"delivery delay after wake .*: median \d+ ms, p95 \d+ ms",
                          r"bridge: sleeps \d+, wakes \d+"],
+    "gateway/outage.py": [r"outages of a board publishing every 200 ms",
+                          r"bridge down 2 s, RAM outbox .*: taken in the outage \d+/\d+ "
+                          r"\(%s %%\), lost 0 .* delivered within %s s of the return, in "
+                          r"order yes, taken-time error max %s ms" % (NUM, NUM, NUM),
+                          r"bridge down 2 s, board reset mid-outage, durable outbox .*: taken in "
+                          r"the outage \d+/\d+ \(%s %%\), lost 0 .* in order yes, "
+                          r"taken-time error max %s ms" % (NUM, NUM)],
     "firmware/run.py": [r"publishing 100 messages", r"wasm 32-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"unix port 64-bit\s+\d+\s+\d+\s+\d+\s+\d+\s+100",
                         r"peak live while publishing: \d+"],
