@@ -66,6 +66,12 @@ async def _update(node, ver):
     key = node._key  # noqa: SLF001 - the board's key, kept by its node
     if key is None:
         raise ValueError("board has no key: the manifest cannot be checked")
+    appslot.use(node.config)
+    ptr = appslot.read() or {"cur": "", "prev": ""}
+    if ver in (ptr.get("cur"), ptr.get("prev")):
+        # this very update, installed already: called again because its "staged" word was
+        # lost (its trial reports how it went) or it was rolled back (said at that boot)
+        return
     p = await upreport.fetch(node, upreport.update_name(node, ver, "m"), _TRIES)
     if p is None:
         raise OSError("manifest not fetched")
@@ -80,10 +86,6 @@ async def _update(node, ver):
     for fname, _ in man["files"]:
         if "/" in fname or fname in ("", ".", ".."):
             raise ValueError("bad file name in the manifest")
-    appslot.use(node.config)
-    ptr = appslot.read() or {"cur": "", "prev": ""}
-    if ver in (ptr.get("cur"), ptr.get("prev")):
-        raise ValueError("update %s is already on the board" % ver)
     stage = appslot.path("apps/") + ver + ".tmp"
     _clean(ptr, ver + ".tmp")
     from pubmote_wire.compat import sha256

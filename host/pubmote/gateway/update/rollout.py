@@ -92,6 +92,13 @@ class Rollout:
                     u.set("failed", "transfer stalled at %d of %d bytes" % (u.bytes,
                                                                            u.total))
             else:  # staged (or all fetched, its word lost): rebooting, on trial
+                if u.state == "fetching" and now - last_move > RETRIGGER_S \
+                        and now >= next_trigger:
+                    # all fetched, no word since: the power may have gone before the board
+                    # switched (called again, it finishes from what it wrote) or the word
+                    # was lost (called again, a board that has the update ignores the call)
+                    self.producer.trigger(u)
+                    next_trigger = now + TRIGGER_EVERY_S
                 if deadline is None:
                     deadline = now + self.timeout_s + REPORT_SLACK_S
                 elif now > deadline:
