@@ -10,6 +10,7 @@ import time
 from pubmote_wire.compat import const
 
 from . import appslot
+from .clock import ticks_diff, ticks_ms
 
 _DOG_SLACK_MS = const(2000)  # the thread waits this much longer than the event loop's watch
 
@@ -30,9 +31,9 @@ def start(node, ptr):
 
 
 def _dog(limit_ms, healthy):
-    t0 = _ms()
+    t0 = ticks_ms()
     while not healthy[0]:
-        if _since(t0) >= limit_ms:
+        if ticks_diff(ticks_ms(), t0) >= limit_ms:
             appslot.note_error(appslot.last_error() or "hung: the app blocked the board "
                                "for %ds" % (limit_ms // 1000))
             _hard_reset()
@@ -58,12 +59,12 @@ def _hard_reset():
 async def watch(node, ptr, healthy=None):
     appslot.use(node.config)
     trial = ptr["trial"]
-    t0 = _ms()
+    t0 = ticks_ms()
     timeout_ms = int(trial.get("timeout_s", 60) * 1000)
     grace_ms = int(trial.get("grace_s", 5) * 1000)
     up_since = None
     while True:
-        now = _since(t0)
+        now = ticks_diff(ticks_ms(), t0)
         if node.connected:
             if up_since is None:
                 up_since = now
@@ -97,16 +98,3 @@ async def send_pending(node):
         appslot.write(ptr)
     forget("pubmote_node.upreport")
 
-
-def _ms():
-    try:
-        return time.ticks_ms()
-    except AttributeError:  # CPython
-        return int(time.monotonic() * 1000)
-
-
-def _since(t0):
-    try:
-        return time.ticks_diff(time.ticks_ms(), t0)
-    except AttributeError:
-        return int(time.monotonic() * 1000) - t0

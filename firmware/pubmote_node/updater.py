@@ -7,12 +7,12 @@
 import asyncio
 import json
 import os
-import time
 
 from pubmote_wire import name
 from pubmote_wire.compat import const
 
 from . import appslot, upreport
+from .clock import ticks_diff, ticks_ms
 
 _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
@@ -127,7 +127,7 @@ async def _fetch(node, ver, man, off, h, out):
     # at once rather than after its 4 s. Returns the transfer's time in ms on the board's
     # clock: from the first segment's Interest to the last segment written.
     n, seg, size = man["n"], man["seg"], man["size"]
-    t0 = _ms()
+    t0 = ticks_ms()
     ev = asyncio.Event()
     slots = {}  # segment -> [Data or None, done, order asked, tries, given up, task]
     order = [0]
@@ -177,7 +177,7 @@ async def _fetch(node, ver, man, off, h, out):
         for s in slots.values():  # what a failure left in flight
             if not s[1]:
                 s[5].cancel()
-    return _since(t0)
+    return ticks_diff(ticks_ms(), t0)
 
 
 def _asking(slots):
@@ -223,19 +223,6 @@ async def _ask(node, nm, s, ev):
     s[1] = True
     ev.set()
 
-
-def _ms():
-    try:
-        return time.ticks_ms()
-    except AttributeError:  # CPython
-        return int(time.monotonic() * 1000)
-
-
-def _since(t0):
-    try:
-        return time.ticks_diff(time.ticks_ms(), t0)
-    except AttributeError:
-        return int(time.monotonic() * 1000) - t0
 
 
 class _Writer:
