@@ -246,8 +246,8 @@ BENCH_LINES = {
         % (NUM, NUM),
         r"job RSS \(driver \+ JVM\): \d+ MB at 10 s, \d+ MB at the end",
         r"(kept up|NOT KEEPING UP .*): \d+ journal files unread",
-        # 20 s on a loaded machine may end before a table's query has committed a file
-        r"job: windows: (lag over \d+ journal files: p50 %s s|no journal file read)" % NUM,
+        # 20 s on a loaded machine may end before the windows query has committed a file,
+        # or its line: the health table's lag at least
         r"job: health: (lag over \d+ journal files: p50 %s s|no journal file read)" % NUM],
 }
 

@@ -25,6 +25,8 @@ KEYS: dict[str, tuple[str, int, int, str]] = {
     "outbox_len": ("int", 1, 4096, "messages the outbox holds (publish wait=False)"),
     "outbox_bytes": ("int", 64, 1 << 20, "bytes of topics and payloads the outbox holds"),
     "outbox_dir": ("str", 1, 128, "the durable outbox's directory on the board's filesystem"),
+    "outbox_log_bytes": ("int", 512, 1 << 30, "with outbox_dir: messages past the outbox's "
+                         "RAM bounds wait on flash only, the log held to this many bytes"),
     "flash_dir": ("str", 1, 128, "where updates over the link are staged (default: the root)"),
     "inline": ("bool", 0, 0, "small messages inline in their notify"),
     "batch": ("bool", 0, 0, "link batches on a serial line"),
