@@ -238,6 +238,7 @@ def test_hil_suite(target: Target) -> None:
         # the board's own memory report after boot, then after 1,000 messages (200 emulated)
         stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|" % NAME.encode()))
         boot_free, boot_acked = int(stats["mem_free"]), int(stats["acked"])  # type: ignore[call-overload]
+        boot_stats = stats
         boot_alloc = int(stats.get("mem_alloc", 0))  # type: ignore[call-overload]
         # 1,000 messages; 200 on the emulated Pico, whose acked publishes take ~100 ms of
         # its time each, emulated at a fraction of real time (make bench runs its 1,000)
@@ -252,9 +253,14 @@ def test_hil_suite(target: Target) -> None:
             assert time.monotonic() < deadline, "fewer than %d messages in 240 s" % messages
             time.sleep(1)
         later_free = int(stats["mem_free"])  # type: ignore[call-overload]
-        print("\nboard memory: mem_free %d B after boot, %d B after %d more messages"
-              % (boot_free, later_free, int(stats["acked"]) - boot_acked))  # type: ignore[call-overload]
-        assert later_free >= boot_free - 4096, "the board leaks memory while publishing"
+        # readings still queued in the outbox (a loaded machine slows an emulated board's
+        # drain below its period) hold heap that is not a leak: up to 160 B each allowed
+        queued = int(stats.get("outbox", 0)) - int(boot_stats.get("outbox", 0))  # type: ignore[call-overload]
+        print("\nboard memory: mem_free %d B after boot, %d B after %d more messages (%d more "
+              "queued in the outbox)" % (boot_free, later_free, int(stats["acked"]) - boot_acked,  # type: ignore[call-overload]
+                                         queued))
+        assert later_free >= boot_free - 4096 - 160 * max(0, queued), \
+            "the board leaks memory while publishing"
         if t.kind == "emulated":
             print("board heap: mem_alloc %d B after boot, %d B after %d more messages"
                   % (boot_alloc, int(stats["mem_alloc"]),  # type: ignore[call-overload]
