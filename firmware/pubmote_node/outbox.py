@@ -11,9 +11,10 @@
 # record the time itself (ticks mean nothing after a reboot), when the clock was synced.
 # With "outbox_log_bytes" too, the bounds hold the oldest messages in RAM and the newer
 # wait in the log only, read back in order as the head leaves; the log is then the bound,
-# in bytes (a long outage's readings fit on flash, not in the heap). The heap bounds it too: bounds set beyond what the heap holds (a long outage's worth)
-# make the oldest go, counted the same, once fewer than _RESERVE bytes would be left free,
-# or when the heap cannot grow the queue, rather than a MemoryError in the app's publish.
+# in bytes (a long outage's readings fit on flash, not in the heap). The heap bounds it
+# too: bounds set beyond what the heap holds (a long outage's worth) make the oldest go,
+# counted the same, once fewer than _RESERVE bytes would be left free, or when the heap
+# cannot grow the queue, rather than a MemoryError in the app's publish.
 import asyncio
 import gc
 

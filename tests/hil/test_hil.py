@@ -255,10 +255,11 @@ def test_hil_suite(target: Target) -> None:
         later_free = int(stats["mem_free"])  # type: ignore[call-overload]
         # readings still queued in the outbox (a loaded machine slows an emulated board's
         # drain below its period) hold heap that is not a leak: up to 160 B each allowed
-        queued = int(stats.get("outbox", 0)) - int(boot_stats.get("outbox", 0))  # type: ignore[call-overload]
+        outbox_now, outbox_boot = stats.get("outbox", 0), boot_stats.get("outbox", 0)
+        queued = int(outbox_now) - int(outbox_boot)  # type: ignore[call-overload]
+        more = int(stats["acked"]) - boot_acked  # type: ignore[call-overload]
         print("\nboard memory: mem_free %d B after boot, %d B after %d more messages (%d more "
-              "queued in the outbox)" % (boot_free, later_free, int(stats["acked"]) - boot_acked,  # type: ignore[call-overload]
-                                         queued))
+              "queued in the outbox)" % (boot_free, later_free, more, queued))
         assert later_free >= boot_free - 4096 - 160 * max(0, queued), \
             "the board leaks memory while publishing"
         if t.kind == "emulated":
