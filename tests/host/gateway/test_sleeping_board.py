@@ -88,7 +88,11 @@ def test_sleeping_board_gets_every_command_at_its_next_wake(tmp_path: Path) -> N
                 got_prefix = b"/sleepy/sim1/got|"
                 await wait_until(lambda: len(col.of(got_prefix)) >= len(want), 90,
                                  "every command at the board")
-                await asyncio.sleep(0.5)  # a command delivered twice would show by now
+                # a command delivered twice would come at a wake: two more of them, the
+                # first's awake time whole, let any such copy show
+                n_wakes = len(col.of(awake))
+                await wait_until(lambda: len(col.of(awake)) >= n_wakes + 2, 90,
+                                 "two more wakes")
                 got = col.of(got_prefix)
                 cmds = [x[len(got_prefix):].split(b" ")[0] for _, x in got]
                 assert cmds == want, (cmds, want)  # none lost, none twice, in order
