@@ -1,23 +1,37 @@
 """Suite-wide test settings. make test spreads the tests over pytest-xdist workers (`-n N
 --dist load`): every test is independent (ports reserved per process, peers started by
-each test or module), so any worker may take any test. A worker that runs pipeline tests
-starts its own SparkSession (one JVM per worker, shared by its pipeline tests): several
-JVMs in parallel beat one worker running every Spark test in a row (measured: 5.8 min
-for the whole suite spread, against over 7 min of Spark tests alone on one worker)."""
+each test or module), so any worker may take any test. The pipeline tests of every worker
+share one Spark Connect server (run_services.py: one JVM for the run), which runs their
+jobs side by side: spread over the workers they beat one worker running every Spark test
+in a row (measured: 5.8 min for the whole suite spread, against over 7 min of Spark tests
+alone on one worker)."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import run_services
 
 PIPELINE_TIMEOUT_S = 600
+RUN_DIR = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "early: a test of minutes (tests/host/"
                                        "test_make_targets.py) that xdist should start at once")
+    if not hasattr(config, "workerinput"):  # the controller, or a run without workers
+        config.stash[RUN_DIR] = run_services.make_run_dir()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    d = config.stash.get(RUN_DIR, None)
+    if d is not None:
+        run_services.end_all(d)
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -160,8 +160,11 @@ def main() -> int:
         lags = [(t, lag) for t, lag in committed_lags(out / "_checkpoint" / "windows")
                 if (t - lag) / 1000 - t0 >= warmup]
         files = len(list(journal.glob("journal-*.jsonl")))
-        summary = [line for line in job_log.read_text(errors="replace").splitlines()
-                   if "lag over" in line or "behind:" in line]
+        # what the job said at its stop (each table's lag), after its last "behind:" line
+        said = job_log.read_text(errors="replace").splitlines()
+        behind = [line for line in said if "behind:" in line]
+        summary = behind[-1:] + [line for line in said
+                                 if "lag over" in line or "no journal file read" in line]
         if args.job_log:
             shutil.copyfile(job_log, args.job_log)
     in_run = [a for a in acked if a[0] <= t_end]
@@ -192,7 +195,7 @@ def main() -> int:
     print("  %s: %d journal files unread when the board stopped, the oldest put in place "
           "%.1f s before" % (verdict, unread, oldest_ms / 1000))
     print("  after the board stopped, the job read what was left in %.0f s" % drained)
-    for line in summary[-3:]:
+    for line in summary:
         print("  job: " + line.split("pipeline: ", 1)[-1])
     return 0
 

@@ -242,8 +242,9 @@ BENCH_LINES = {
     "pipeline/stream_lag.py": [r"streaming lag, .*2 files\): p50 %s s" % NUM],
     "pipeline/stream_bridge.py": [
         r"streaming beside the bridge at full relay rate .*20 s.*: \d+ messages/s relayed",
-        r"job lag, journal file in place -> its batch committed .*: p50 %s s, p99 %s s"
-        % (NUM, NUM),
+        # (on a loaded machine the job may commit nothing in the 20 s after the warm-up)
+        r"job lag(, journal file in place -> its batch committed .*: p50 %s s, p99 %s s|: "
+        r"no batch committed after the warm-up)" % (NUM, NUM),
         r"job RSS \(driver \+ JVM\): \d+ MB at 10 s, \d+ MB at the end",
         r"(kept up|NOT KEEPING UP .*): \d+ journal files unread",
         # 20 s on a loaded machine may end before the windows query has committed a file,

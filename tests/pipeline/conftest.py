@@ -1,5 +1,5 @@
-"""The pipeline tests share one Spark for the whole pytest run (a JVM's start costs 25-30
-CPU seconds): a resident Spark Connect server (`pubmote pipeline serve`: local[2], 2
+"""The pipeline tests share one Spark for the whole pytest run, every worker's (a JVM's
+start costs 25-30 CPU seconds; tests/run_services.py): a resident Spark Connect server (`pubmote pipeline serve`: local[2], 2
 shuffle partitions, and the pipeline's own defaults: UTC, UI off, loopback, quiet logs),
 which `spark`, a Spark Connect session, runs the tests' jobs on. The tests that are about
 local mode start their own `pubmote pipeline` (test_remote.py, test_stream.py,
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -21,15 +21,17 @@ SERVER_ARGS = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """sc://... of the run's shared `pubmote pipeline serve`."""
+def connect_url() -> str:
+    """sc://... of the run's shared `pubmote pipeline serve` (every worker's)."""
     from connect_server import ConnectServer
+    from run_services import run_dir, shared
 
-    server = ConnectServer(SERVER_ARGS, tmp_path_factory.mktemp("connect") / "serve.log")
-    try:
-        yield server.wait_ready()
-    finally:
-        server.stop()
+    def start(listed: Callable[[int], None]) -> str:
+        server = ConnectServer(SERVER_ARGS, run_dir() / "connect-serve.log")
+        listed(server.p.pid)
+        return server.wait_ready()
+
+    return shared("connect", start)
 
 
 @pytest.fixture(scope="session")

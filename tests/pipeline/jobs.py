@@ -35,7 +35,11 @@ class PipelineJob:
             time.sleep(0.05)
 
     def tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
+        """The log's last lines, without Java stack frames (a JVM stopping under load prints
+        screens of them, which would hide the job's own lines)."""
+        lines = [line for line in self.log_path.read_text(errors="replace").splitlines()
+                 if not line.lstrip().startswith(("at ", "..."))]
+        return "\n".join(lines[-40:])[-4000:]
 
     def kill9(self) -> None:
         os.kill(self.p.pid, signal.SIGKILL)

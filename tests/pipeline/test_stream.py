@@ -88,17 +88,23 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
     # a sink's rows change only when it commits a batch to its metadata log: count them
     # with Spark then, not on every poll (a Spark job each, beside the streaming job)
     seen: list[object] = [None]
+    written = {"windows": 0, "health": 0}
 
     def all_windows_written() -> bool:
         logs = (sink_log("windows"), sink_log("health"))
         if logs == seen[0]:
             return False
         seen[0] = logs
-        return sink_rows("windows") >= len(want_w) and sink_rows("health") >= len(want_h)
+        written.update(windows=sink_rows("windows"), health=sink_rows("health"))
+        return written["windows"] >= len(want_w) and written["health"] >= len(want_h)
 
     job = follow_job(journal, out, log, connect_url)
     try:
-        job.wait_for(all_windows_written, 300, "every window")
+        try:
+            job.wait_for(all_windows_written, 300, "every window")
+        except AssertionError as e:  # slow, or a window lost: which one it is
+            raise AssertionError("rows written: windows %d of %d, health %d of %d; %s" % (
+                written["windows"], len(want_w), written["health"], len(want_h), e)) from e
     finally:
         job.stop()
     got_w = oracle.table_rows(spark.read.parquet(str(out / "windows")),

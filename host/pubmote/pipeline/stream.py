@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import holder
 from .columns import COLUMNS_GLOB, compact
 from .errors import Log, PipelineError
 from .lag import LagMeter
@@ -144,6 +145,8 @@ def follow(spark: SparkSession, journal: str | Path, out: str | Path,
            reading_key: str | None = None, log: Log = print) -> int:
     """Run the streaming queries until SIGINT/SIGTERM, printing each batch's progress;
     the exit status: 130 after SIGINT, 0 after SIGTERM."""
+    holder.wait_for_previous(Path(checkpoint), log)
+    holder.hold(Path(checkpoint))
     queries = start(spark, journal, out, checkpoint, window=window, watermark=watermark,
                     trigger_s=trigger_s, late_ms=LATE_MS if late_ms is None else late_ms,
                     max_files=max_files, reading_key=reading_key)

@@ -1,0 +1,72 @@
+"""Which JVM writes a --follow checkpoint. In local mode the driver's JVM is its child and
+outlives a driver killed with kill -9 until it notices its closed stdin and has run its
+shutdown hooks (seconds, minutes on a loaded gateway), still running the batch in hand. A
+job restarted on the same checkpoint meanwhile would be a second writer of its logs, and
+the two fail each other's batches. So a local job writes its JVM's PID into the
+checkpoint, and a job starting there first waits for the JVM written there to end."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from .errors import Log
+
+HOLDER = "jvm.pid"
+SAY_EVERY_S = 10.0
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode(
+            errors="replace")
+    except OSError:
+        return ""
+
+
+def _is_spark_jvm(pid: int) -> bool:
+    return "org.apache.spark" in _cmdline(pid)
+
+
+def own_jvm() -> int | None:
+    """The PID of this process's Spark JVM (its child running SparkSubmit), if any."""
+    me = str(os.getpid())
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        if ppid == me and _is_spark_jvm(int(d.name)):
+            return int(d.name)
+    return None
+
+
+def wait_for_previous(checkpoint: Path, log: Log) -> None:
+    """Return once no JVM named in the checkpoint runs (saying so every 10 s while one
+    does: Ctrl-C stops the wait)."""
+    try:
+        pid = int((checkpoint / HOLDER).read_text().strip())
+    except (OSError, ValueError):
+        return
+    said = 0.0
+    while pid != own_jvm() and _is_spark_jvm(pid):
+        if time.monotonic() - said >= SAY_EVERY_S:
+            said = time.monotonic()
+            log("waiting for the JVM of the job before on this checkpoint (pid %d) to end: "
+                "it may still be writing a batch" % pid)
+        time.sleep(0.2)
+
+
+def hold(checkpoint: Path) -> None:
+    """Name this process's JVM as the checkpoint's writer (nothing without one: a job on
+    a Spark Connect server runs no JVM here)."""
+    pid = own_jvm()
+    if pid is None:
+        return
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    tmp = checkpoint / (".%s.%d" % (HOLDER, os.getpid()))
+    tmp.write_text("%d\n" % pid)
+    os.replace(tmp, checkpoint / HOLDER)
