@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -38,7 +39,7 @@ def orphan_jvm() -> int:
 def test_a_job_waits_for_the_jvm_written_in_its_checkpoint(tmp_path: Path) -> None:
     jvm = orphan_jvm()
     try:
-        (tmp_path / holder.HOLDER).write_text("%d\n" % jvm)
+        (tmp_path / holder.HOLDER).write_text("%d %s\n" % (jvm, socket.gethostname()))
         said: list[str] = []
         waiter = threading.Thread(target=holder.wait_for_previous, args=(tmp_path, said.append))
         waiter.start()
@@ -56,10 +57,17 @@ def test_a_pid_of_no_spark_jvm_holds_nothing(tmp_path: Path) -> None:
     gone = subprocess.Popen(["true"])
     gone.wait()
     said: list[str] = []
-    # a JVM that has ended, a PID of another program (init), a damaged file
-    for content in ("%d\n" % gone.pid, "1\n", "not a pid\n"):
-        (tmp_path / holder.HOLDER).write_text(content)
-        holder.wait_for_previous(tmp_path, said.append)
+    jvm = orphan_jvm()
+    host = socket.gethostname()
+    try:
+        # a JVM that has ended, a PID of another program (init), one of another host, a
+        # damaged file
+        for content in ("%d %s" % (gone.pid, host), "1 %s" % host, "%d elsewhere" % jvm,
+                        "%d" % jvm, "not a pid"):
+            (tmp_path / holder.HOLDER).write_text(content + "\n")
+            holder.wait_for_previous(tmp_path, said.append)
+    finally:
+        os.kill(jvm, signal.SIGKILL)
     holder.wait_for_previous(tmp_path / "none", said.append)  # a new checkpoint
     assert said == []
 

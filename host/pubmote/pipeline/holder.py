@@ -3,11 +3,13 @@ outlives a driver killed with kill -9 until it notices its closed stdin and has 
 shutdown hooks (seconds, minutes on a loaded gateway), still running the batch in hand. A
 job restarted on the same checkpoint meanwhile would be a second writer of its logs, and
 the two fail each other's batches. So a local job writes its JVM's PID into the
-checkpoint, and a job starting there first waits for the JVM written there to end."""
+checkpoint (with the host's name: a checkpoint may sit on a folder other hosts share), and
+a job starting there first waits for the JVM written there to end."""
 
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -48,8 +50,11 @@ def wait_for_previous(checkpoint: Path, log: Log) -> None:
     """Return once no JVM named in the checkpoint runs (saying so every 10 s while one
     does: Ctrl-C stops the wait)."""
     try:
-        pid = int((checkpoint / HOLDER).read_text().strip())
+        pid_s, host = (checkpoint / HOLDER).read_text().split()
+        pid = int(pid_s)
     except (OSError, ValueError):
+        return
+    if host != socket.gethostname():  # a checkpoint on a shared folder, written elsewhere
         return
     said = 0.0
     while pid != own_jvm() and _is_spark_jvm(pid):
@@ -68,5 +73,5 @@ def hold(checkpoint: Path) -> None:
         return
     checkpoint.mkdir(parents=True, exist_ok=True)
     tmp = checkpoint / (".%s.%d" % (HOLDER, os.getpid()))
-    tmp.write_text("%d\n" % pid)
+    tmp.write_text("%d %s\n" % (pid, socket.gethostname()))
     os.replace(tmp, checkpoint / HOLDER)
