@@ -17,7 +17,9 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-SERVER_ARGS = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"]
+# every worker's jobs side by side in one JVM: twice the heap of one job's
+SERVER_ARGS = ["--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2",
+               "--conf", "spark.driver.memory=960m"]
 
 
 @pytest.fixture(scope="session")
