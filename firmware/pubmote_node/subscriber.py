@@ -1,6 +1,7 @@
 # The board as an NDN notify pub/sub subscriber: a notify names a message; fetch it from
 # /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a ring of the last 32 remembers
-# what was delivered) and ack the notify. Loaded at the first notify: a board that never
+# what was delivered) and ack the notify; a notify sent again while its message is being
+# fetched is let go (the fetch's ack answers it). Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
 from pubmote_wire import control, name, notify
 from pubmote_wire.compat import const
@@ -16,6 +17,10 @@ class Subscriber:
         self._counters = counters  # counts dup_notify, fetch_failed, received
         self._deliver = deliver
         self._seen = new_ring()
+        # (publisher, nonce) of the messages being fetched: a bridge that sends a notify
+        # again before a slow board has fetched its message (an emulated board on a busy
+        # host) must not make it fetch the same message twice, which slows it further
+        self._fetching = []
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
@@ -26,15 +31,24 @@ class Subscriber:
             counters["dup_notify"] += 1
             await self._ack(notify_name)
             return
+        key = (publisher, nonce)
+        fetching = self._fetching
+        if key in fetching:
+            counters["dup_notify"] += 1  # the ack of the fetch under way answers it
+            return
+        fetching.append(key)
         ex = self._exchange
         data = None
-        for _ in range(retries):
-            # the codec picks a random Interest nonce
-            n = ex.encode(notify.encode_msg_interest, publisher, topic, nonce,
-                          lifetime_ms=timeout_ms)
-            data = await ex.express(n, timeout_ms)
-            if data is not None:
-                break
+        try:
+            for _ in range(retries):
+                # the codec picks a random Interest nonce
+                n = ex.encode(notify.encode_msg_interest, publisher, topic, nonce,
+                              lifetime_ms=timeout_ms)
+                data = await ex.express(n, timeout_ms)
+                if data is not None:
+                    break
+        finally:
+            fetching.remove(key)
         if data is None:
             counters["fetch_failed"] += 1
             return
