@@ -206,6 +206,103 @@ def test_notify_slept_through_goes_first_at_the_wake() -> None:
     asyncio.run(run())
 
 
+def _notify_nonces(board: Board) -> list[bytes]:
+    out = []
+    for p in board.sent:
+        if p[:1] == b"\x05" and b"cmd" in p:
+            out.append(bytes(notify.parse_notify_interest(p)[2]))
+        # (the hello and the registration replies are not notifies)
+    return out
+
+
+def test_a_woken_board_alive_but_slow_gets_its_held_message_not_dropped() -> None:
+    # it answers no notify for several rounds of retries (2 x 100 ms here) after its wake,
+    # busy, but keeps registering: the held message is sent again, the same NotifyNonce
+    # each time (a board that got it meanwhile knows it), and delivered once it answers
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.register(2_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.register(None, boot=2)  # it woke, but answers no notify yet
+        for _ in range(8):  # 0.8 s: four rounds
+            await asyncio.sleep(0.1)
+            board.register(None, boot=2)  # its keepalives
+        assert hub.counters["sleep_retried"] >= 2
+        info = hub.board("b1")
+        assert info is not None and info.counters["deliver_failed"] == 0
+        board.awake = True
+        await _until(lambda: board.got == ["/cmd/0"], "the message, once it answers")
+        nonces = _notify_nonces(board)
+        assert len(nonces) >= 6 and len(set(nonces)) == 1, nonces
+        info = hub.board("b1")
+        assert info is not None and info.counters["delivered"] == 1
+        assert info.counters["deliver_failed"] == 0
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_a_woken_board_gone_silent_is_given_up_on() -> None:
+    # heard from no more after its wake: two rounds of silence, then the message fails as
+    # for any board
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.register(2_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.register(None, boot=2)
+        await _until(lambda: hub.board("b1").counters["deliver_failed"] == 1,  # type: ignore[union-attr]
+                     "the delivery to fail")
+        assert 1 <= hub.counters["sleep_retried"] <= 2
+        assert len(_notify_nonces(board)) <= 3 * 2
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_a_board_that_never_slept_is_not_waited_for() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.awake = False  # alive (it registers) but answers no notify
+        hub.publish(_cmd(0))
+        for _ in range(4):
+            await asyncio.sleep(0.1)
+            board.register(None)
+        await _until(lambda: hub.board("b1").counters["deliver_failed"] == 1,  # type: ignore[union-attr]
+                     "the delivery to fail")
+        assert hub.counters["sleep_retried"] == 0
+        assert len(_notify_nonces(board)) == 2  # its retries, no more
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_nothing_more_sent_once_the_board_sleeps() -> None:
+    # a notify unanswered when the board announces its sleep: no retry of it reaches the
+    # sleeping board (an emulated Pico would wake early on the UART's bytes); it goes
+    # first at the wake
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.awake = False
+        hub.publish(_cmd(0))
+        await _until(lambda: len(_notify_nonces(board)) == 1, "the notify out")
+        board.register(2_000)
+        await _until(lambda: hub.counters["sleep_requeued"] == 1, "the notify to fail")
+        assert len(_notify_nonces(board)) == 1
+        await hub.close()
+
+    asyncio.run(run())
+
+
 def test_wake_registration_runs_register_hooks_with_the_new_start_up() -> None:
     # retained topics (gateway/retained.py) hand their last values to a board through a
     # register hook, once per start-up: a board back from deep sleep has a new boot number,
