@@ -31,7 +31,7 @@ from pubmote.boards import fwbuild
 
 # wakes after the first; PUBMOTE_PICO_SLEEP_CYCLES runs more (a soak, by hand)
 CYCLES = int(os.environ.get("PUBMOTE_PICO_SLEEP_CYCLES", "3"))
-SLEEP_MS = 2000
+SLEEP_MS = 1000
 AWAKE_MS = 300
 BOOT_S = 300  # an emulated Pico's boot to its registration, on a loaded machine
 CYCLE_S = 180  # one sleep and the next boot's registration, on a loaded machine
