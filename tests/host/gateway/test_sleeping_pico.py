@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,8 +74,11 @@ def built() -> None:
 @pytest.mark.timeout(1500)  # a firmware build on a loaded machine, then the cycles
 def test_sleeping_pico_gets_every_command_at_its_next_wake(built: None, tmp_path: Path) -> None:
     async def run() -> None:
+        # the bridge's own timeout_ms (2000, not the tests' 1000): a round of its 3 retries
+        # is 6 s, and a woken board silent for two rounds is given up on
         urls: dict[str, Any] = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
-                                "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
+                                "sp_sub": ["tcp://127.0.0.1:%d" % free_port()],
+                                "timeout_ms": 2000}
         extra = {"sleep_ms": SLEEP_MS, "awake_ms": AWAKE_MS}
         async with bridge_with_boards(tmp_path, 1, app="sleepy_app", extra=extra,
                                       sim_kind="pico", **urls) as bridge:
@@ -88,6 +92,9 @@ def test_sleeping_pico_gets_every_command_at_its_next_wake(built: None, tmp_path
                 sent.append((time.monotonic(), cmd, state))
                 await pub.send(CMD + cmd)
 
+            def woke_after(n: int) -> Callable[[], bool]:
+                return lambda: len(col.of(AWAKE)) > n
+
             def asleep() -> bool:
                 b = bridge.hub.board("sim1")
                 return b is not None and b.asleep
@@ -100,8 +107,7 @@ def test_sleeping_pico_gets_every_command_at_its_next_wake(built: None, tmp_path
                     # two while it sleeps: held by the bridge for its wake
                     await send("asleep")
                     await send("asleep")
-                    n = len(col.of(AWAKE))
-                    await wait_until(lambda n=n: len(col.of(AWAKE)) > n, CYCLE_S,
+                    await wait_until(woke_after(len(col.of(AWAKE))), CYCLE_S,
                                      "wake %d" % (i + 1))
                     # one as it wakes: taken in this wake, or held for the next
                     await send("awake")
@@ -109,8 +115,7 @@ def test_sleeping_pico_gets_every_command_at_its_next_wake(built: None, tmp_path
                 await wait_until(lambda: len(col.of(GOT)) >= len(want), CYCLE_S,
                                  "every command at the board")
                 # a copy would come at a wake: one more, the last command's wake whole
-                n = len(col.of(AWAKE))
-                await wait_until(lambda: len(col.of(AWAKE)) > n, CYCLE_S, "one more wake")
+                await wait_until(woke_after(len(col.of(AWAKE))), CYCLE_S, "one more wake")
                 await wait_until(asleep, CYCLE_S, "the last sleep")
                 got = [x[len(GOT):].split(b" ")[0] for _, x in col.of(GOT)]
                 c = bridge.hub.stats()
@@ -129,7 +134,8 @@ def test_sleeping_pico_gets_every_command_at_its_next_wake(built: None, tmp_path
                 assert c["sleeps"] >= CYCLES and c["wakes"] >= CYCLES
                 assert c["sleep_dropped"] == 0 and c["sleep_expired"] == 0
                 b = bridge.hub.board("sim1")
-                assert b is not None and b.counters["deliver_failed"] == 0, b.counters
+                assert b is not None
+                assert b.counters["deliver_failed"] == 0, b.counters
                 print("emulated Pico asleep %d ms / awake %d ms: %d wakes, commands sent %d, "
                       "delivered %d, lost %d, copies %d; bridge: notify rounds again %d, "
                       "requeued %d" % (SLEEP_MS, AWAKE_MS, len(wakes) - 1, len(want),
