@@ -56,13 +56,15 @@ def of(lines: list[tuple[float, bytes]], prefix: bytes) -> list[tuple[float, byt
 BOOT_S = {"unix": 60, "pico": 300}  # a board's first registration, on a loaded machine
 
 
-async def run(cycles: int, sleep_s: float, awake_ms: int, seed: int, kind: str) -> int:
+async def run(cycles: int, sleep_s: float, awake_ms: int, seed: int, kind: str,
+              asleep_only: bool) -> int:
     urls: dict[str, Any] = {"sp_pub": ["tcp://127.0.0.1:%d" % free_port()],
                             "sp_sub": ["tcp://127.0.0.1:%d" % free_port()]}
     extra = {"sleep_ms": int(sleep_s * 1000), "awake_ms": awake_ms}
     print("sleeping board%s: %d cycles of %.1f s asleep / %d ms awake, commands at random "
-          "times (seed %d)" % (" (emulated Pico)" if kind == "pico" else "", cycles, sleep_s,
-                               awake_ms, seed), flush=True)
+          "times%s (seed %d)" % (" (emulated Pico)" if kind == "pico" else "", cycles, sleep_s,
+                                 awake_ms, " while it sleeps" if asleep_only else "", seed),
+          flush=True)
     with tempfile.TemporaryDirectory(prefix="pubmote-bench-sleep-") as tmp:
         async with bridge_with_boards(Path(tmp), 1, app="sleepy_app", extra=extra,
                                       sim_kind=kind, **urls) as bridge:
@@ -85,6 +87,8 @@ async def run(cycles: int, sleep_s: float, awake_ms: int, seed: int, kind: str) 
                 while len(of(lines, AWAKE)) < n0 + 1 + cycles:
                     await asyncio.sleep(rng.uniform(0.05, max(0.1, sleep_s * 0.6)))
                     b = bridge.hub.board("sim1")
+                    if asleep_only and (b is None or not b.asleep):
+                        continue
                     cmd = b"c%d" % k
                     k += 1
                     sent.append((time.monotonic(), cmd, b is not None and b.asleep))
@@ -156,11 +160,18 @@ def main() -> int:
                     help="the board: unix (the MicroPython unix port, default) or pico (an "
                          "emulated Pico: `pubmote firmware build --board pico` first; each "
                          "wake a whole boot of the emulator)")
+    ap.add_argument("--asleep-only", action="store_true",
+                    help="send commands only while the bridge holds the board asleep (the "
+                         "default with --kind pico: an emulated board on a loaded host takes "
+                         "about a command a second, and one arriving while it gets ready to "
+                         "sleep calls the sleep off, so commands at random times can keep it "
+                         "awake for good)")
     args = ap.parse_args()
     if args.quick:
         args.cycles, args.sleep_s = 3, 1.0
     logging.basicConfig(level=logging.WARNING)
-    return asyncio.run(run(args.cycles, args.sleep_s, args.awake_ms, args.seed, args.kind))
+    return asyncio.run(run(args.cycles, args.sleep_s, args.awake_ms, args.seed, args.kind,
+                           args.asleep_only or args.kind == "pico"))
 
 
 if __name__ == "__main__":

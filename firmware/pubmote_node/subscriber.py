@@ -1,8 +1,11 @@
 # The board as an NDN notify pub/sub subscriber: a notify names a message; fetch it from
 # /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a ring of the last 32 remembers
-# what was delivered) and ack the notify; a notify sent again while its message is being
-# fetched is let go (the fetch's ack answers it). Loaded at the first notify: a board that never
+# what was delivered) and ack the notify. Messages reach the app in the order their
+# notifies came, however long each fetch takes; a notify sent again while its message is
+# on its way is let go (its ack answers it). Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
+import asyncio
+
 from pubmote_wire import control, name, notify
 from pubmote_wire.compat import const
 
@@ -17,10 +20,14 @@ class Subscriber:
         self._counters = counters  # counts dup_notify, fetch_failed, received
         self._deliver = deliver
         self._seen = new_ring()
-        # (publisher, nonce) of the messages being fetched: a bridge that sends a notify
-        # again before a slow board has fetched its message (an emulated board on a busy
-        # host) must not make it fetch the same message twice, which slows it further
+        # (publisher, nonce) of the messages on their way (fetched, not yet handed on): a
+        # bridge that sends a notify again before a slow board has answered (an emulated
+        # board on a busy host) must not make it fetch the same message twice
         self._fetching = []
+        # the notifies taken (numbered as they came) and the number whose turn it is to be
+        # handed on: a fetch tried again (a slow board's timed out) is not overtaken
+        self._next = 0
+        self._turn = 0
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
@@ -37,6 +44,8 @@ class Subscriber:
             counters["dup_notify"] += 1  # the ack of the fetch under way answers it
             return
         fetching.append(key)
+        seq = self._next
+        self._next = seq + 1
         ex = self._exchange
         data = None
         try:
@@ -47,15 +56,20 @@ class Subscriber:
                 data = await ex.express(n, timeout_ms)
                 if data is not None:
                     break
+            while self._turn < seq:  # the notifies before it first (few ms on a board)
+                await asyncio.sleep(0.005)
+            if data is not None:
+                ring_remember(self._seen, publisher, nonce)
+                payload = bytes(data.content) if data.content is not None else b""
+                counters["received"] += 1
+                self._deliver(name.to_uri(topic).encode(), payload, publisher)
         finally:
             fetching.remove(key)
+            if self._turn <= seq:  # (past it already: a later one was cancelled waiting)
+                self._turn = seq + 1
         if data is None:
             counters["fetch_failed"] += 1
             return
-        ring_remember(self._seen, publisher, nonce)
-        payload = bytes(data.content) if data.content is not None else b""
-        counters["received"] += 1
-        self._deliver(name.to_uri(topic).encode(), payload, publisher)
         await self._ack(notify_name)
 
     async def _ack(self, notify_name):

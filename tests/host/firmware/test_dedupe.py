@@ -1,7 +1,8 @@
 """The board's duplicate-notify memory (the ring in firmware/pubmote_node/subscriber.py, on
 CPython): the last 32 (publisher, NotifyNonce) pairs in fixed slots, bounded, exact per
-pair, one copy of each publisher a slot still names; and a notify sent again while its
-message is being fetched starts no second fetch."""
+pair, one copy of each publisher a slot still names; a notify sent again while its
+message is being fetched starts no second fetch; messages reach the app in the order of
+their notifies, whichever fetch ends first."""
 
 from __future__ import annotations
 
@@ -105,6 +106,51 @@ def test_a_notify_sent_again_during_its_fetch_starts_no_second_fetch() -> None:
         await sub.on_notify(b"\x07\x00", *args)  # a copy after it: acked from the ring
         assert ex.fetches == 1 and counters["dup_notify"] == 2 and len(port.sent) == 2
         assert sub._fetching == []  # nothing left behind
+
+    asyncio.run(run())
+
+
+class _Data2:
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+
+class _OutOfOrderExchange:
+    """Fetches answered in the order the test says, not the order they were sent."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[bytes, asyncio.Event] = {}
+
+    def encode(self, fn: object, publisher: bytes, topic: bytes, nonce: bytes,
+               **kw: object) -> bytes:
+        return nonce
+
+    async def express(self, nonce: bytes, timeout_ms: int) -> _Data2:
+        ev = self.waiting[nonce] = asyncio.Event()
+        await ev.wait()
+        return _Data2(nonce)
+
+
+def test_messages_reach_the_app_in_the_order_of_their_notifies() -> None:
+    async def run() -> None:
+        ex, port = _OutOfOrderExchange(), _Port()
+        counters = {"dup_notify": 0, "fetch_failed": 0, "received": 0}
+        got: list[bytes] = []
+        sub = Subscriber(ex, port, counters, lambda topic, payload, pub: got.append(payload))
+        tasks = [asyncio.create_task(sub.on_notify(b"\x07\x01" + n, b"\x08\x01t",
+                                                   b"\x08\x02gw", n, 1000, 3))
+                 for n in (b"n1", b"n2", b"n3")]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert sorted(ex.waiting) == [b"n1", b"n2", b"n3"]  # fetched together
+        ex.waiting[b"n3"].set()  # the last one's Data first, then the second's
+        ex.waiting[b"n2"].set()
+        await asyncio.sleep(0.05)
+        assert got == []  # held until the first is handed on
+        ex.waiting[b"n1"].set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)
+        assert got == [b"n1", b"n2", b"n3"]
+        assert len(port.sent) == 3 and sub._fetching == []
 
     asyncio.run(run())
 
