@@ -28,6 +28,7 @@ class Subscriber:
         # handed on: a fetch tried again (a slow board's timed out) is not overtaken
         self._next = 0
         self._turn = 0
+        self._turned = asyncio.Event()  # set (and cleared) each time the turn moves on
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
@@ -56,8 +57,8 @@ class Subscriber:
                 data = await ex.express(n, timeout_ms)
                 if data is not None:
                     break
-            while self._turn < seq:  # the notifies before it first (few ms on a board)
-                await asyncio.sleep(0.005)
+            while self._turn < seq:  # the notifies before it first
+                await self._turned.wait()
             if data is not None:
                 ring_remember(self._seen, publisher, nonce)
                 payload = bytes(data.content) if data.content is not None else b""
@@ -67,6 +68,11 @@ class Subscriber:
             fetching.remove(key)
             if self._turn <= seq:  # (past it already: a later one was cancelled waiting)
                 self._turn = seq + 1
+            # every waiter is woken to look at the turn (set, then cleared at once: the
+            # ones woken are already on their way, on both runtimes)
+            turned = self._turned
+            turned.set()
+            turned.clear()
         if data is None:
             counters["fetch_failed"] += 1
             return
