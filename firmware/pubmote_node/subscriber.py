@@ -1,7 +1,11 @@
 # The board as an NDN notify pub/sub subscriber: a notify names a message; fetch it from
 # /<publisher>/msg/<topic>/<nonce>, hand it to the app once (a ring of the last 32 remembers
-# what was delivered) and ack the notify. Loaded at the first notify: a board that never
+# what was delivered) and ack the notify. Messages reach the app in the order their
+# notifies came, however long each fetch takes; a notify sent again while its message is
+# on its way is let go (its ack answers it). Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
+import asyncio
+
 from pubmote_wire import control, name, notify
 from pubmote_wire.compat import const
 
@@ -16,6 +20,15 @@ class Subscriber:
         self._counters = counters  # counts dup_notify, fetch_failed, received
         self._deliver = deliver
         self._seen = new_ring()
+        # (publisher, nonce) of the messages on their way (fetched, not yet handed on): a
+        # bridge that sends a notify again before a slow board has answered (an emulated
+        # board on a busy host) must not make it fetch the same message twice
+        self._fetching = []
+        # the notifies taken (numbered as they came) and the number whose turn it is to be
+        # handed on: a fetch tried again (a slow board's timed out) is not overtaken
+        self._next = 0
+        self._turn = 0
+        self._turned = asyncio.Event()  # set (and cleared) each time the turn moves on
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
@@ -26,22 +39,43 @@ class Subscriber:
             counters["dup_notify"] += 1
             await self._ack(notify_name)
             return
+        key = (publisher, nonce)
+        fetching = self._fetching
+        if key in fetching:
+            counters["dup_notify"] += 1  # the ack of the fetch under way answers it
+            return
+        fetching.append(key)
+        seq = self._next
+        self._next = seq + 1
         ex = self._exchange
         data = None
-        for _ in range(retries):
-            # the codec picks a random Interest nonce
-            n = ex.encode(notify.encode_msg_interest, publisher, topic, nonce,
-                          lifetime_ms=timeout_ms)
-            data = await ex.express(n, timeout_ms)
+        try:
+            for _ in range(retries):
+                # the codec picks a random Interest nonce
+                n = ex.encode(notify.encode_msg_interest, publisher, topic, nonce,
+                              lifetime_ms=timeout_ms)
+                data = await ex.express(n, timeout_ms)
+                if data is not None:
+                    break
+            while self._turn < seq:  # the notifies before it first
+                await self._turned.wait()
             if data is not None:
-                break
+                ring_remember(self._seen, publisher, nonce)
+                payload = bytes(data.content) if data.content is not None else b""
+                counters["received"] += 1
+                self._deliver(name.to_uri(topic).encode(), payload, publisher)
+        finally:
+            fetching.remove(key)
+            if self._turn <= seq:  # (past it already: a later one was cancelled waiting)
+                self._turn = seq + 1
+            # every waiter is woken to look at the turn (set, then cleared at once: the
+            # ones woken are already on their way, on both runtimes)
+            turned = self._turned
+            turned.set()
+            turned.clear()
         if data is None:
             counters["fetch_failed"] += 1
             return
-        ring_remember(self._seen, publisher, nonce)
-        payload = bytes(data.content) if data.content is not None else b""
-        counters["received"] += 1
-        self._deliver(name.to_uri(topic).encode(), payload, publisher)
         await self._ack(notify_name)
 
     async def _ack(self, notify_name):

@@ -69,18 +69,24 @@ class Delivery:
             self._serve[nonce] = bytes(buf[:n])
             # the publisher's taken-time rides on in the notify (docs/protocols/event-time.md)
             taken = notify.taken_value(msg.t_taken) if msg.t_taken is not None else None
-            for _ in range(self._retries):
-                nb = bytearray(len(topic) + len(prefix) + OVERHEAD + 10)
-                n = notify.encode_notify_interest(nb, 0, topic, prefix, nonce,
-                                                  lifetime_ms=timeout_ms, signer=SIGNER,
-                                                  taken=taken)
-                nacked: list[bool] = []
-                if await self._exchange.express(bytes(nb[:n]), [b.face], nacked,
-                                                owner=b.face) is not None:
-                    b.counters["delivered"] += 1
-                    self._feed.outcome(msg, b.name, "delivered")
-                    return
-                if not b.face.up:
+            nacked: list[bool] = []
+            round_s = self._retries * timeout_ms / 1000
+            while True:
+                for _ in range(self._retries):
+                    nb = bytearray(len(topic) + len(prefix) + OVERHEAD + 10)
+                    n = notify.encode_notify_interest(nb, 0, topic, prefix, nonce,
+                                                      lifetime_ms=timeout_ms, signer=SIGNER,
+                                                      taken=taken)
+                    nacked = []
+                    if await self._exchange.express(bytes(nb[:n]), [b.face], nacked,
+                                                    owner=b.face) is not None:
+                        b.counters["delivered"] += 1
+                        self._feed.outcome(msg, b.name, "delivered")
+                        return
+                    # asleep: nothing more is sent to it (a board asleep hears nothing)
+                    if not b.face.up or b.asleep_since is not None:
+                        break
+                if not self._sleepers.keep_trying(b, 2 * round_s):
                     break
             if b.asleep_since is not None:
                 # it fell asleep with this notify out: it goes first at the next wake

@@ -205,6 +205,9 @@ class Hub:
             return  # the bridge is stopping: nothing new comes in, nothing more is acked
         if self.tracer is not None:
             self.tracer.record(face.label, "in", pkt)
+        b = self.boards.get(face.board) if face.board is not None else None
+        if b is not None and b.face is face:
+            b.heard_s = time.monotonic()  # alive, whatever it says (core/sleepers.py)
         try:
             self._dispatch(face, pkt)
         except Exception:  # nothing a peer sends may close another's face

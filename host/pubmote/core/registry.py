@@ -53,6 +53,8 @@ class BoardState:
         # (the sleep sessions' clock, time.time by default)
         self.asleep_since: float | None = None
         self.wake_due = 0.0
+        self.sleeper = False  # it has announced a sleep: a sleeping board, awake or not
+        self.heard_s = time.monotonic()  # when a packet of its last came in on its face
         self.outbox: deque[Message] = deque()
         self.queue_len = queue_len
         self.wake = asyncio.Event()

@@ -47,7 +47,7 @@ class SleepSessions:
         self._asleep: dict[str, BoardState] = {}
         self._bytes: dict[str, int] = {}  # the bytes each sleeper's queue holds
         for k in ("sleeps", "wakes", "sleep_queued", "sleep_dropped", "sleep_expired",
-                  "sleep_requeued", "sessions_expired"):
+                  "sleep_requeued", "sleep_retried", "sessions_expired"):
             counters.setdefault(k, 0)
 
     def __len__(self) -> int:
@@ -57,6 +57,7 @@ class SleepSessions:
         """b announced a sleep of sleep_ms: hold its queue (trimmed to the bounds) until it
         registers again."""
         now = self._clock_s()
+        b.sleeper = True
         b.asleep_since = now
         b.wake_due = now + sleep_ms / 1000
         if b.name not in self._asleep:
@@ -89,6 +90,20 @@ class SleepSessions:
         self._counters["sleep_queued"] += 1
         self._bytes[b.name] = self._bytes.get(b.name, 0) + message_bytes(msg)
         self._trim(b)
+
+    def keep_trying(self, b: BoardState, silent_s: float) -> bool:
+        """A notify to b went unanswered through a round of retries: True to send it
+        again (same message, same NotifyNonce) for another round. So for a board that has
+        slept (its held messages are promised at least once), awake, on its face, and
+        heard from (any packet: a registration, a fetch, an ack) in the last silent_s
+        (two rounds): alive, only slow (a board busy right after its wake, an emulated
+        board on a loaded host), so its message is not dropped. A board silent longer is
+        given up on as any other."""
+        if not (b.sleeper and b.asleep_since is None and b.face.up and not b.down
+                and time.monotonic() - b.heard_s < silent_s):
+            return False
+        self._counters["sleep_retried"] += 1
+        return True
 
     def requeue(self, b: BoardState, msg: Message) -> None:
         """A delivery to b failed because it fell asleep meanwhile: msg goes first again."""

@@ -96,11 +96,12 @@ def test_held_while_asleep_then_delivered_in_order() -> None:
         assert hub.counters["sleep_queued"] == 5
         board.awake = True
         board.register(None, boot=2)  # it woke: a new start-up
-        await _until(lambda: len(board.got) == 6, "the held messages")
+        # (the board notes a message as its notify leaves, the hub counts it at the ack)
+        await _until(lambda: hub.board("b1").counters["delivered"] == 6,  # type: ignore[union-attr]
+                     "the held messages")
         assert board.got == ["/cmd/%d" % k for k in range(6)]
         info = hub.board("b1")
         assert info is not None and not info.asleep and info.up
-        assert info.counters["delivered"] == 6
         assert (hub.counters["sleeps"], hub.counters["wakes"]) == (1, 1)
         await hub.close()
 
@@ -201,6 +202,104 @@ def test_notify_slept_through_goes_first_at_the_wake() -> None:
         board.register(None, boot=2)
         await _until(lambda: len(board.got) == 2, "both messages")
         assert board.got == ["/cmd/0", "/cmd/1"]
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def _notify_nonces(board: Board) -> list[bytes]:
+    out = []
+    for p in board.sent:
+        if p[:1] == b"\x05" and b"cmd" in p:
+            out.append(bytes(notify.parse_notify_interest(p)[2]))
+        # (the hello and the registration replies are not notifies)
+    return out
+
+
+def test_a_woken_board_alive_but_slow_gets_its_held_message_not_dropped() -> None:
+    # it answers no notify for several rounds of retries (2 x 100 ms here) after its wake,
+    # busy, but keeps registering: the held message is sent again, the same NotifyNonce
+    # each time (a board that got it meanwhile knows it), and delivered once it answers
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.register(2_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.register(None, boot=2)  # it woke, but answers no notify yet
+        for _ in range(8):  # 0.8 s: four rounds
+            await asyncio.sleep(0.1)
+            board.register(None, boot=2)  # its keepalives
+        assert hub.counters["sleep_retried"] >= 2
+        info = hub.board("b1")
+        assert info is not None and info.counters["deliver_failed"] == 0
+        board.awake = True
+        await _until(lambda: hub.board("b1").counters["delivered"] == 1,  # type: ignore[union-attr]
+                     "the message, once it answers")
+        assert board.got == ["/cmd/0"]
+        nonces = _notify_nonces(board)
+        assert len(nonces) >= 4 and len(set(nonces)) == 1, nonces  # past its 2 retries
+        info = hub.board("b1")
+        assert info is not None and info.counters["deliver_failed"] == 0
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_a_woken_board_gone_silent_is_given_up_on() -> None:
+    # heard from no more after its wake: two rounds of silence, then the message fails as
+    # for any board
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.register(2_000)
+        board.awake = False
+        hub.publish(_cmd(0))
+        board.register(None, boot=2)
+        await _until(lambda: hub.board("b1").counters["deliver_failed"] == 1,  # type: ignore[union-attr]
+                     "the delivery to fail")
+        assert 1 <= hub.counters["sleep_retried"] <= 2
+        assert len(_notify_nonces(board)) <= 3 * 2
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_a_board_that_never_slept_is_not_waited_for() -> None:
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.awake = False  # alive (it registers) but answers no notify
+        hub.publish(_cmd(0))
+        for _ in range(4):
+            await asyncio.sleep(0.1)
+            board.register(None)
+        await _until(lambda: hub.board("b1").counters["deliver_failed"] == 1,  # type: ignore[union-attr]
+                     "the delivery to fail")
+        assert hub.counters["sleep_retried"] == 0
+        assert len(_notify_nonces(board)) == 2  # its retries, no more
+        await hub.close()
+
+    asyncio.run(run())
+
+
+def test_nothing_more_sent_once_the_board_sleeps() -> None:
+    # a notify unanswered when the board announces its sleep: no retry of it reaches the
+    # sleeping board (an emulated Pico would wake early on the UART's bytes); it goes
+    # first at the wake
+    async def run() -> None:
+        clock = Clock()
+        hub, board = _hub(clock)
+        board.register(None)
+        board.awake = False
+        hub.publish(_cmd(0))
+        await _until(lambda: len(_notify_nonces(board)) == 1, "the notify out")
+        board.register(2_000)
+        await _until(lambda: hub.counters["sleep_requeued"] == 1, "the notify to fail")
+        assert len(_notify_nonces(board)) == 1
         await hub.close()
 
     asyncio.run(run())

@@ -1,16 +1,19 @@
 """The board's duplicate-notify memory (the ring in firmware/pubmote_node/subscriber.py, on
 CPython): the last 32 (publisher, NotifyNonce) pairs in fixed slots, bounded, exact per
-pair, one copy of each publisher a slot still names."""
+pair, one copy of each publisher a slot still names; a notify sent again while its
+message is being fetched starts no second fetch; messages reach the app in the order of
+their notifies, whichever fetch ends first."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import subprocess
 import sys
 from pathlib import Path
 
-from pubmote_node.subscriber import new_ring, ring_remember, ring_seen
+from pubmote_node.subscriber import Subscriber, new_ring, ring_remember, ring_seen
 
 SLOTS = 32
 SIZE = SLOTS * 10 + 1  # the slots and the next slot's number
@@ -55,6 +58,103 @@ def test_long_nonces_are_told_apart() -> None:
     assert not ring_seen(ring, a, b"0123456789abcdef-2")  # same first 8 bytes, other nonce
 
 
+class _Data:
+    content = b"payload"
+
+
+class _SlowExchange:
+    """The board's exchange on a slow link: each fetch waits until `answer` is set."""
+
+    def __init__(self) -> None:
+        self.fetches = 0
+        self.answer = asyncio.Event()
+
+    def encode(self, fn: object, *args: object, **kw: object) -> int:
+        return 1
+
+    async def express(self, n: int, timeout_ms: int) -> _Data:
+        self.fetches += 1
+        await self.answer.wait()
+        return _Data()
+
+
+class _Port:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    async def send_quiet(self, pkt: bytes) -> None:
+        self.sent.append(bytes(pkt))
+
+
+def test_a_notify_sent_again_during_its_fetch_starts_no_second_fetch() -> None:
+    # a bridge sends its notify again when a slow board has not answered in time: the
+    # board, still fetching that message, lets the copy go (the fetch's ack answers both)
+    async def run() -> None:
+        ex, port = _SlowExchange(), _Port()
+        counters = {"dup_notify": 0, "fetch_failed": 0, "received": 0}
+        got: list[bytes] = []
+        sub = Subscriber(ex, port, counters, lambda topic, payload, pub: got.append(payload))
+        args = (b"\x08\x03cmd", b"\x08\x02gw", b"n123", 1000, 3)
+        first = asyncio.create_task(sub.on_notify(b"\x07\x00", *args))
+        await asyncio.sleep(0)
+        # the copy, while the fetch is out (a second fetch would wait: bounded)
+        await asyncio.wait_for(sub.on_notify(b"\x07\x00", *args), 5)
+        assert ex.fetches == 1 and counters["dup_notify"] == 1 and port.sent == []
+        ex.answer.set()
+        await first
+        assert got == [b"payload"] and len(port.sent) == 1  # delivered once, one ack
+        await sub.on_notify(b"\x07\x00", *args)  # a copy after it: acked from the ring
+        assert ex.fetches == 1 and counters["dup_notify"] == 2 and len(port.sent) == 2
+        assert sub._fetching == []  # nothing left behind
+
+    asyncio.run(run())
+
+
+class _Data2:
+    def __init__(self, content: bytes) -> None:
+        self.content = content
+
+
+class _OutOfOrderExchange:
+    """Fetches answered in the order the test says, not the order they were sent."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[bytes, asyncio.Event] = {}
+
+    def encode(self, fn: object, publisher: bytes, topic: bytes, nonce: bytes,
+               **kw: object) -> bytes:
+        return nonce
+
+    async def express(self, nonce: bytes, timeout_ms: int) -> _Data2:
+        ev = self.waiting[nonce] = asyncio.Event()
+        await ev.wait()
+        return _Data2(nonce)
+
+
+def test_messages_reach_the_app_in_the_order_of_their_notifies() -> None:
+    async def run() -> None:
+        ex, port = _OutOfOrderExchange(), _Port()
+        counters = {"dup_notify": 0, "fetch_failed": 0, "received": 0}
+        got: list[bytes] = []
+        sub = Subscriber(ex, port, counters, lambda topic, payload, pub: got.append(payload))
+        tasks = [asyncio.create_task(sub.on_notify(b"\x07\x01" + n, b"\x08\x01t",
+                                                   b"\x08\x02gw", n, 1000, 3))
+                 for n in (b"n1", b"n2", b"n3")]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert sorted(ex.waiting) == [b"n1", b"n2", b"n3"]  # fetched together
+        ex.waiting[b"n3"].set()  # the last one's Data first, then the second's
+        ex.waiting[b"n2"].set()
+        await asyncio.sleep(0.05)
+        assert got == []  # held until the first is handed on
+        ex.waiting[b"n1"].set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)
+        assert got == [b"n1", b"n2", b"n3"]
+        assert len(port.sent) == 3 and sub._fetching == []
+
+    asyncio.run(run())
+
+
 def test_matches_a_model_of_the_last_32_pairs() -> None:
     # random publishers and nonces of every length around the 8 bytes a slot keeps: the
     # ring answers as the list of the last 32 pairs remembered does, and stays bounded
@@ -75,7 +175,7 @@ def test_matches_a_model_of_the_last_32_pairs() -> None:
 def test_the_same_answers_on_the_micropython_unix_port() -> None:
     # the board runs the ring on MicroPython: the same pairs give the same answers there
     code = """
-from pubmote_node.subscriber import new_ring, ring_remember, ring_seen
+from pubmote_node.subscriber import Subscriber, new_ring, ring_remember, ring_seen
 ring = new_ring()
 out = []
 for i in range(300):
