@@ -29,6 +29,7 @@ BIN = Path(sys.executable).parent
 PUBMOTE = str(BIN / "pubmote")
 NAME = "hil1"
 PERIOD_MS = 5
+MESSAGES_S = 420  # for the messages of the memory check
 ENABLE = ("no real board: run `make hil PORT=/dev/ttyUSB0 BOARD=esp32` (or pytest tests/hil "
           "--board-port PORT --board TYPE) with a board on that port")
 
@@ -244,13 +245,16 @@ def test_hil_suite(target: Target) -> None:
         # its time each, emulated at a fraction of real time (make bench runs its 1,000)
         messages = 200 if t.kind == "emulated" else 1000
         phase("%d messages" % messages)
-        deadline = time.monotonic() + 240
+        # (a deadline, not a rate check: an emulated Pico on 2 loaded cores has managed
+        # one message a second)
+        deadline = time.monotonic() + MESSAGES_S
         while True:
             stats = _reading(_command(t, b"stats", sub, b"/pubmote/demo/%s/stats|"
                                       % NAME.encode()))
             if int(stats["acked"]) >= boot_acked + messages:  # type: ignore[call-overload]
                 break
-            assert time.monotonic() < deadline, "fewer than %d messages in 240 s" % messages
+            assert time.monotonic() < deadline, "fewer than %d messages in %d s" % (
+                messages, MESSAGES_S)
             time.sleep(1)
         later_free = int(stats["mem_free"])  # type: ignore[call-overload]
         # readings still queued in the outbox (a loaded machine slows an emulated board's
