@@ -415,9 +415,10 @@ def test_hub_counts_failing_listeners_hooks_and_packets() -> None:
 
         hub._on_interest = broken_decoder  # type: ignore[method-assign]
 
-        class Face:
+        class Face:  # an application's face (no board behind it)
             label = "test"
             kind = "tcp"
+            board = None
 
         hub.on_packet(Face(), b"\x05\x00")  # type: ignore[arg-type]
         assert hub.stats()["packet_errors"] == 1
