@@ -21,13 +21,22 @@ class UartLink:
         self._u = None
 
     async def open(self):
+        import sys
+
         from machine import UART, Pin
 
         uart_id, baud, tx, rx, rxbuf = self.args
+        kw = {"baudrate": baud, "rxbuf": rxbuf}
+        if sys.platform == "rp2":
+            # rp2's transmit ring is heap too (256 B by default; 64 B here, -192 B for
+            # good): its UART.write then waits in C while a frame part's bytes past 64
+            # drain, at most the 22 ms of one part, as it already did for a part written
+            # while the ring was full from the one before
+            kw["txbuf"] = 64
         if tx is None:
-            self._u = UART(uart_id, baudrate=baud, rxbuf=rxbuf)
+            self._u = UART(uart_id, **kw)
         else:
-            self._u = UART(uart_id, baudrate=baud, tx=Pin(tx), rx=Pin(rx), rxbuf=rxbuf)
+            self._u = UART(uart_id, tx=Pin(tx), rx=Pin(rx), **kw)
 
     # Generators, not async defs: a MicroPython coroutine that yields the I/O queue's
     # registration is what awaits a stream (the task runs again once the poller says so).
