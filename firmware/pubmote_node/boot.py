@@ -80,7 +80,7 @@ async def _main(node, cfg, ptr):
 
 
 def _small_fs_caches(cfg):
-    # rp2: the filesystem remounted with littlefs's small caches (-1.6 kB of heap), unless
+    # rp2: the filesystem remounted with littlefs's small caches (-1.3 kB of heap), unless
     # the durable outbox keeps its log there (flashfs.py says why)
     import sys
 

@@ -4,9 +4,10 @@
 # read and program caches (extmod/vfs_lfsx.c), 2 kB of the board's heap for good. Here the
 # chip is given to littlefs in 32-byte units (MicroPython's own default), its writes padded
 # to whole pages with 0xff, which leaves a NOR flash cell as it was: 128-byte caches,
-# -1.6 kB measured on the emulated Pico. Files up to 128 bytes then stay inline in their
-# directory (512 bytes with the port's mount): the durable outbox's 512-byte segments
-# (outlog.py) rely on the larger limit, so a board with outbox_dir keeps the port's mount.
+# -1.3 kB on the emulated Pico (the demo's steady state, the PageFlash class included).
+# Files up to 128 bytes then stay inline in their directory (512 bytes with the port's
+# mount): the durable outbox's 512-byte segments (outlog.py) rely on the larger limit, so
+# a board with outbox_dir keeps the port's mount.
 import vfs
 from _rp2 import Flash
 

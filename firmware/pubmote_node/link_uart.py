@@ -14,8 +14,8 @@ class UartLink:
     # rxbuf: the UART's receive ring (on the board's heap on rp2): 44 ms of the line at
     # 115200 baud for the read loop to come round (it takes 256 bytes a read, face.py).
     # Twice the longest the loop is held by a write: rp2's UART.write waits in C while a
-    # frame part (258 B, 22 ms) goes into its 256-byte transmit ring. 1024 would hold
-    # 0.5 kB more for good
+    # frame part (258 B, 22 ms) goes into its transmit ring (64 B, open()). 1024 would
+    # hold 0.5 kB more for good
     def __init__(self, uart_id=1, baudrate=115200, tx=None, rx=None, rxbuf=512):
         self.args = (uart_id, baudrate, tx, rx, rxbuf)
         self._u = None
