@@ -14,29 +14,20 @@ class UartLink:
     # rxbuf: the UART's receive ring (on the board's heap on rp2): 44 ms of the line at
     # 115200 baud for the read loop to come round (it takes 256 bytes a read, face.py).
     # Twice the longest the loop is held by a write: rp2's UART.write waits in C while a
-    # frame part (258 B, 22 ms) goes into its transmit ring (64 B, open()). 1024 would
-    # hold 0.5 kB more for good
+    # frame part (258 B, 22 ms) goes into its 256-byte transmit ring. 1024 would hold
+    # 0.5 kB more for good
     def __init__(self, uart_id=1, baudrate=115200, tx=None, rx=None, rxbuf=512):
         self.args = (uart_id, baudrate, tx, rx, rxbuf)
         self._u = None
 
     async def open(self):
-        import sys
-
         from machine import UART, Pin
 
         uart_id, baud, tx, rx, rxbuf = self.args
-        kw = {"baudrate": baud, "rxbuf": rxbuf}
-        if sys.platform == "rp2":
-            # rp2's transmit ring is heap too (256 B by default; 64 B here, -192 B for
-            # good): its UART.write then waits in C while a frame part's bytes past 64
-            # drain, at most the 22 ms of one part, as it already did for a part written
-            # while the ring was full from the one before
-            kw["txbuf"] = 64
         if tx is None:
-            self._u = UART(uart_id, **kw)
+            self._u = UART(uart_id, baudrate=baud, rxbuf=rxbuf)
         else:
-            self._u = UART(uart_id, tx=Pin(tx), rx=Pin(rx), **kw)
+            self._u = UART(uart_id, baudrate=baud, tx=Pin(tx), rx=Pin(rx), rxbuf=rxbuf)
 
     # Generators, not async defs: a MicroPython coroutine that yields the I/O queue's
     # registration is what awaits a stream (the task runs again once the poller says so).
