@@ -26,7 +26,9 @@ app). The bench app is frozen into its own build of the firmware beside pubmote
 
 --no-batch: the board publishes NDN notifies (docs/protocols/link-batch.md), to compare the
 heap the link batches take; --durable: the board's config sets "outbox_dir" (the durable
-outbox, loaded at Node()), to compare the heap it takes (in both runs); --quick: 20
+outbox, loaded at Node(); such a board also keeps the port's filesystem mount, with
+littlefs's 1 kB caches: pubmote_node/flashfs.py), to compare the heap it takes (in both
+runs; the probe's rows stay those of a board without it); --quick: 20
 messages each way instead of 1,000, every row still printed (make bench QUICK=1)."""
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ class Board:
 
 # Node() on its own, as a board with a frozen app has it: the probe's few lines are the only
 # code in RAM (the bench app below is frozen into its firmware, as a user's app would be).
+# Its filesystem is remounted first as boot.run remounts a board's without a durable outbox
+# (pubmote_node/flashfs.py: littlefs's small caches), so "booted" is what such a board has.
 # The wire stage imports what pubmote_node.node loads (lp loads on a board's first Nack, sp's
 # SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
 # is an app like the bench's
@@ -100,6 +104,10 @@ class Board:
 WIRE = ("errors", "compat", "tlv", "namewire", "rand", "signature", "interest", "data",
         "notify", "name", "cbor", "framing", "subfilter")
 PROBE = b"""import gc
+from pubmote_node import flashfs, forget
+flashfs.remount()
+forget("pubmote_node.flashfs")
+del flashfs, forget
 gc.collect()
 print("BENCH heap.boot %d" % gc.mem_alloc())
 import asyncio

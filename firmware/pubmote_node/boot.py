@@ -31,6 +31,7 @@ def run(cfg=None):
 
     if cfg is None:
         cfg = load_config()
+    _small_fs_caches(cfg)
     ptr = None
     root = cfg.get("flash_dir", "")
     if _exists(root + ("/" if root and root[-1] != "/" else "") + "app.ptr"):
@@ -76,6 +77,19 @@ async def _main(node, cfg, ptr):
     else:
         mod = __import__(app)
         await mod.main(node)
+
+
+def _small_fs_caches(cfg):
+    # rp2: the filesystem remounted with littlefs's small caches (-1.3 kB of heap), unless
+    # the durable outbox keeps its log there (flashfs.py says why)
+    import sys
+
+    if sys.platform != "rp2" or cfg.get("outbox_dir"):
+        return
+    from pubmote_node import flashfs, forget
+
+    flashfs.remount()
+    forget("pubmote_node.flashfs")  # its class lives on in the mount's block device
 
 
 def _exists(path):

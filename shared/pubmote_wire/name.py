@@ -2,13 +2,14 @@
 # A Name is the TLV-VALUE of the Name element: the concatenation of its component TLVs,
 # held as bytes (or any bytes-like). Flat bytes mean no per-component objects when
 # encoding, and python-ndn's b"".join(name) gives the same bytes.
-# On a board each module global is heap, and this module's table sits at a size's edge:
-# its tables are consts (no global), and what only an error path or validate() uses is
-# imported there (from modules loaded anyway).
+# On a board each module global is heap (each function too, frozen or not): its tables are
+# consts (no global), what only an error path uses is imported there, and what a board's
+# node never calls (the typed-component builders, validate, size, write) is in name_more.py,
+# loaded at its first use through this module's __getattr__ (name.segment(3) works as ever).
 from .compat import const
 from .errors import DecodeError
-from .namewire import comp_end
-from .tlv import nonneg_size, read_varnum, varnum_size, write_nonneg, write_varnum
+from .namewire import comp_end, component, number_component
+from .tlv import read_varnum
 
 _GENERIC = const(0x08)
 _MAX_TYPE = const(0xFFFF)  # component types are 1..65535
@@ -19,20 +20,6 @@ _ALT = const(((0x32, "seg", 1), (0x34, "off", 1), (0x36, "v", 1), (0x38, "t", 1)
 _KEEP = const(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
-# A component TLV of type typ holding the bytes-like value.
-def component(typ, value):
-    if typ <= 0 or typ > _MAX_TYPE:
-        from .errors import EncodeError
-
-        raise EncodeError("bad name component")
-    n = len(value)
-    out = bytearray(varnum_size(typ) + varnum_size(n) + n)
-    h = write_varnum(out, 0, typ)
-    h += write_varnum(out, h, n)
-    out[h:] = value
-    return bytes(out)
-
-
 # A GenericNameComponent; a str value is UTF-8 encoded.
 def generic(value):
     if isinstance(value, str):
@@ -40,63 +27,14 @@ def generic(value):
     return component(_GENERIC, value)
 
 
-def _number(typ, n):
-    w = nonneg_size(n)
-    out = bytearray(2 + w)
-    out[0] = typ
-    out[1] = w
-    write_nonneg(out, 2, n)
-    return bytes(out)
-
-
-def keyword(b):
-    return component(0x20, b)
-
-
-def segment(n):
-    return _number(0x32, n)
-
-
-def byte_offset(n):
-    return _number(0x34, n)
-
-
-def version(n):
-    return _number(0x36, n)
-
-
-def timestamp(n):
-    return _number(0x38, n)
-
-
-def sequence(n):
-    return _number(0x3A, n)
-
-
-def _digest(typ, d):
-    if len(d) != 32:
-        from .errors import EncodeError
-
-        raise EncodeError("bad digest")
-    return bytes((typ, 32)) + bytes(d)
-
-
-def params_digest(d):
-    return _digest(2, d)
-
-
-def implicit_digest(d):
-    return _digest(1, d)
-
-
-# Raise DecodeError unless name (a bytes-like TLV-VALUE) is a well-formed Name.
-def validate(name):
-    from .namewire import walk
+def __getattr__(attr):
+    # the rest of the API (name_more.py), loaded when first asked for
+    from . import name_more
 
     try:
-        walk(name, 0, len(name), False)
-    except (IndexError, TypeError):
-        raise DecodeError("bad name component") from None
+        return getattr(name_more, attr)
+    except AttributeError:
+        raise AttributeError(attr) from None
 
 
 # The components of name as memoryviews of whole component TLVs.
@@ -147,20 +85,6 @@ def compare(a, b):
         if x != y:
             return -1 if x < y else 1
     return (len(ca) > len(cb)) - (len(ca) < len(cb))
-
-
-# Bytes of the whole Name TLV.
-def size(name):
-    return 1 + varnum_size(len(name)) + len(name)
-
-
-# Write the Name TLV at buf[off]; return the bytes written.
-def write(buf, off, name):
-    n = len(name)
-    buf[off] = 7
-    h = 1 + write_varnum(buf, off + 1, n)
-    buf[off + h : off + h + n] = name
-    return h + n
 
 
 def _escape(v):
@@ -236,7 +160,7 @@ def _from_uri_component(s):
     for typ, k, num in _ALT:
         if eq > 0 and key == k:
             if num:
-                return _number(typ, _int(val, 0xFFFFFFFFFFFFFFFF))
+                return number_component(typ, _int(val, 0xFFFFFFFFFFFFFFFF))
             v = val.encode()
             if len(v) != 64 or v.strip(b"0123456789abcdefABCDEF"):
                 raise DecodeError("bad digest")

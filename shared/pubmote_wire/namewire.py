@@ -1,8 +1,16 @@
-# Names at the byte level: check and walk component TLVs, measure and write a Name from
-# parts. Its own small module so that parsing packets loads neither the URI code of
-# name.py nor the signers, and each compiles in a small heap.
+# Names at the byte level: check and walk component TLVs, make one, measure and write a
+# Name from parts. Its own small module so that parsing packets loads neither the URI code
+# of name.py nor the signers, and each compiles in a small heap.
 from .errors import DecodeError
-from .tlv import read_varnum, tl_size, write_tlv
+from .tlv import (
+    nonneg_size,
+    read_varnum,
+    tl_size,
+    varnum_size,
+    write_nonneg,
+    write_tlv,
+    write_varnum,
+)
 
 
 # Check the component TLV at buf[p] (within e); return its end (an int: no tuple to allocate).
@@ -77,3 +85,27 @@ def put_name(buf, p, name, n2, n3, n4):
     if n4 is not None:
         e += write_tlv(buf, e, 8, n4)
     return e
+
+
+# A component TLV of type typ holding the bytes-like value.
+def component(typ, value):
+    if typ <= 0 or typ > 0xFFFF:
+        from .errors import EncodeError
+
+        raise EncodeError("bad name component")
+    n = len(value)
+    out = bytearray(varnum_size(typ) + varnum_size(n) + n)
+    h = write_varnum(out, 0, typ)
+    h += write_varnum(out, h, n)
+    out[h:] = value
+    return bytes(out)
+
+
+# A component of type typ (under 253) holding the NonNegativeInteger n.
+def number_component(typ, n):
+    w = nonneg_size(n)
+    out = bytearray(2 + w)
+    out[0] = typ
+    out[1] = w
+    write_nonneg(out, 2, n)
+    return bytes(out)

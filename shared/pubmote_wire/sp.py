@@ -5,7 +5,13 @@
 from struct import pack, pack_into
 
 from .compat import const
-from .errors import DecodeError, EncodeError, NeedMore
+from .errors import DecodeError, EncodeError
+
+
+class NeedMore(Exception):
+    """The incremental decoders here raise this when the bytes so far are a valid but
+    incomplete prefix; feed more and try again. Not a DecodeError."""
+
 
 PAIR = const(0x10)
 PUB = const(0x20)

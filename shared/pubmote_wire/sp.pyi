@@ -1,6 +1,8 @@
 # Types of pubmote_wire.sp (SP over TCP) for the host's type checks.
 from pubmote_wire._types import Buf, WBuf
 
+class NeedMore(Exception): ...
+
 PAIR: int
 PUB: int
 SUB: int

@@ -2,7 +2,8 @@
 # stream reassembly at every split point, bounds (the NN_SUB filter: test_subfilter.py).
 import vectors
 from pubmote_wire import sp
-from pubmote_wire.errors import DecodeError, EncodeError, NeedMore
+from pubmote_wire.errors import DecodeError, EncodeError
+from pubmote_wire.sp import NeedMore
 from runner import raises, unhex
 
 V = vectors.sp_tcp()
