@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pubmote import procs
+
 RUN_DIR_ENV = "PUBMOTE_TEST_RUN_DIR"
 
 
@@ -68,25 +70,6 @@ def shared(name: str, start: Callable[[Callable[[int], None]], str]) -> str:
         return url
 
 
-def _tree(pid: int) -> list[int]:
-    """pid's descendants (from /proc), deepest last."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        kids = children.get(p, [])
-        out.extend(kids)
-        todo.extend(kids)
-    return out
-
-
 def end_all(d: Path, grace_s: float = 60) -> None:
     """The controller's, as the run ends: SIGTERM to each listed service still running (the
     same process: PID and start time), SIGKILL to it and its children after grace_s."""
@@ -106,7 +89,7 @@ def end_all(d: Path, grace_s: float = 60) -> None:
         while _started_at(pid) == started and time.monotonic() < deadline:
             time.sleep(0.1)
         if _started_at(pid) == started:
-            for p in [pid, *_tree(pid)]:
+            for p in [pid, *procs.descendants(pid)]:
                 try:
                     os.kill(p, signal.SIGKILL)
                 except ProcessLookupError:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pubmote import procs
 from pubmote.boards.cable import end_process
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,25 +138,6 @@ print(json.dumps({"startup_s": t1 - t0, "job_s": t2 - t1, "windows": w, "health"
 """
 
 
-def _tree(pid: int) -> list[int]:
-    """pid and all its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
-
-
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -165,7 +147,7 @@ def sample_tree(pid: int, cpu_s: dict[int, float]) -> tuple[int, int]:
     workers share most of theirs), PSS splits shared pages between their processes: the
     tree's real footprint."""
     rss = pss = 0
-    for p in _tree(pid):
+    for p in [pid, *procs.descendants(pid)]:
         try:
             fields = Path("/proc/%d/stat" % p).read_text().rsplit(")", 1)[1].split()
             cpu_s[p] = (int(fields[11]) + int(fields[12])) * TICK_S  # utime + stime

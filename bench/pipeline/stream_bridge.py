@@ -15,7 +15,6 @@ grows and files left unread.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import signal
 import socket
@@ -27,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pubmote import procs
 from pubmote.boards.cable import end_process
 from pubmote.pipeline.lag import LagMeter, committed_lags, percentile
 from pubmote.pipeline.stream import BEHIND_S
@@ -55,20 +55,7 @@ def rss_mb(pid: int) -> float:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and its descendants (MB), from /proc."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                ppid = int(Path("/proc/%s/stat" % d).read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d))
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        todo.extend(children.get(p, []))
-        total += rss_mb(p)
-    return total
+    return sum(rss_mb(p) for p in [pid, *procs.descendants(pid)])
 
 
 def wait_for(pred: Callable[[], bool], timeout_s: float, what: str,

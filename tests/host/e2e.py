@@ -116,6 +116,30 @@ async def sp_connected(bridge: Bridge, timeout_s: float = 10) -> None:
                      timeout_s, "SP clients to connect")
 
 
+class TimedLines:
+    """An SP subscriber noting when each line arrived."""
+
+    def __init__(self, url: str, prefix: bytes) -> None:
+        self.sock = pynng.Sub0(recv_buffer_size=4096)
+        self.sock.dial(url, block=False)
+        self.sock.subscribe(prefix)
+        self.lines: list[tuple[float, bytes]] = []
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        with contextlib.suppress(pynng.Closed):
+            while True:
+                line = await self.sock.arecv()
+                self.lines.append((time.monotonic(), line))
+
+    def of(self, prefix: bytes) -> list[tuple[float, bytes]]:
+        return [(t, x) for t, x in self.lines if x.startswith(prefix)]
+
+    def close(self) -> None:
+        self.task.cancel()
+        self.sock.close()
+
+
 class Collector:
     """A pynng SUB socket collecting `<topic>|<payload>` lines in a background task."""
 

@@ -21,16 +21,18 @@ MAX_LINES = 600
 
 # what each layer may import of pubmote besides itself (docs/architecture.md); the root
 # package (`pubmote`, its __version__) is open to all
+OPEN = {"files", "procs"}  # files written in one step, private (key) files; /proc: to all
 ALLOWED = {
-    "files": set(),  # files written in one step, private (key) files: open to every layer
-    "core": {"files"},
-    "faces": {"core", "files"},
-    "p2p": {"files"},
-    "dht": {"files"},
-    "boards": {"core", "files"},
-    "gateway": {"core", "faces", "p2p", "dht", "files"},
-    "pipeline": {"files"},  # reads the journal's files, nothing else of the bridge
-    "cli": {"core", "faces", "p2p", "dht", "boards", "gateway", "pipeline", "files"},
+    "files": set(),
+    "procs": set(),
+    "core": OPEN,
+    "faces": {"core", *OPEN},
+    "p2p": OPEN,
+    "dht": OPEN,
+    "boards": {"core", *OPEN},
+    "gateway": {"core", "faces", "p2p", "dht", *OPEN},
+    "pipeline": OPEN,  # reads the journal's files, nothing else of the bridge
+    "cli": {"core", "faces", "p2p", "dht", "boards", "gateway", "pipeline", *OPEN},
 }
 # third-party names only the CLI may import
 CLI_ONLY = {"argparse"}

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from e2e import free_port
+from pubmote import procs
 from pubmote.boards.cable import end_process
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
@@ -44,9 +45,7 @@ class ConnectServer:
 
     def kill9(self) -> None:
         """The driver is lost: the server's process and its JVM, at once."""
-        from standalone import _children
-
-        for pid in [self.p.pid, *_children(self.p.pid)]:
+        for pid in [self.p.pid, *procs.children(self.p.pid)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

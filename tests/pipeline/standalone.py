@@ -13,6 +13,7 @@ from pathlib import Path
 import pyspark
 
 from e2e import free_port
+from pubmote import procs
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER = "org.apache.spark.deploy.master.Master"
@@ -21,18 +22,6 @@ WORKER = "org.apache.spark.deploy.worker.Worker"
 # short runs), small heaps; Spark's floor for a heap that runs tasks is 450 MB.
 TEST_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 EXECUTOR_MEMORY = "512m"
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
 
 
 class Daemon:
@@ -50,7 +39,7 @@ class Daemon:
 
     def kill9(self) -> None:
         """The node is lost: the worker JVM and the executors it launched, at once."""
-        for pid in [self.p.pid, *_children(self.p.pid)]:
+        for pid in [self.p.pid, *procs.children(self.p.pid)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -60,7 +49,7 @@ class Daemon:
     def stop(self) -> None:
         if self.p.poll() is not None:
             return
-        executors = _children(self.p.pid)  # a worker stops its executors; make sure
+        executors = procs.children(self.p.pid)  # a worker stops its executors; make sure
         self.p.send_signal(signal.SIGTERM)
         try:
             self.p.wait(timeout=30)

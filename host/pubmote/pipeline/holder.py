@@ -13,37 +13,20 @@ import socket
 import time
 from pathlib import Path
 
+from .. import procs
 from .errors import Log
 
 HOLDER = "jvm.pid"
 SAY_EVERY_S = 10.0
 
 
-def _cmdline(pid: int) -> str:
-    try:
-        return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode(
-            errors="replace")
-    except OSError:
-        return ""
-
-
 def _is_spark_jvm(pid: int) -> bool:
-    return "org.apache.spark" in _cmdline(pid)
+    return "org.apache.spark" in procs.cmdline(pid)
 
 
 def own_jvm() -> int | None:
     """The PID of this process's Spark JVM (its child running SparkSubmit), if any."""
-    me = str(os.getpid())
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            ppid = (d / "stat").read_text().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
-            continue
-        if ppid == me and _is_spark_jvm(int(d.name)):
-            return int(d.name)
-    return None
+    return next((p for p in procs.children(os.getpid()) if _is_spark_jvm(p)), None)
 
 
 def wait_for_previous(checkpoint: Path, log: Log) -> None:

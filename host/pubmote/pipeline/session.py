@@ -6,12 +6,15 @@ Python UDF runs on an executor."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import procs
 from .errors import PipelineError
 from .java import require_java
 
@@ -107,7 +110,19 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except BaseException:
+        # a JVM half started (Ctrl-C, an error) is ours to end: pyspark starts it ignoring
+        # SIGINT, and it would run on until it noticed our closed stdin and had run its
+        # shutdown hooks (over 20 s on a loaded gateway); at start-up it holds nothing
+        for pid in procs.descendants(os.getpid()):
+            # the launch chain only: spark-submit's script, its launcher, the JVM
+            if any(w in procs.cmdline(pid) for w in ("spark-submit", "spark-class",
+                                                     "org.apache.spark")):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        raise
     spark.sparkContext.setLogLevel("INFO" if verbose else "ERROR")
     return spark
 

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from e2e import free_port
+from pubmote import procs
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 STARTUP_CPU_S = 0.1  # CPU seconds: past the interpreter's own start (0.04 s), inside pubmote's
@@ -45,25 +46,6 @@ def _alive(pid: int) -> bool:
 def _cpu_s(pid: int) -> float:
     st = _stat(pid)
     return 0.0 if st is None else (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def descendants(pid: int) -> set[int]:
-    """Every living process below pid (children, theirs, ...)."""
-    out: set[int] = set()
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        for task in os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d" % p) else []:
-            try:
-                with open("/proc/%d/task/%s/children" % (p, task)) as f:
-                    kids = [int(x) for x in f.read().split()]
-            except OSError:
-                continue
-            for k in kids:
-                if k not in out:
-                    out.add(k)
-                    todo.append(k)
-    return out
 
 
 def as_from_a_terminal() -> None:
@@ -110,7 +92,7 @@ class Run:
             time.sleep(0.02)
 
     def ctrl_c(self) -> int:
-        self.children = descendants(self.p.pid)
+        self.children = set(procs.descendants(self.p.pid))
         os.killpg(self.p.pid, signal.SIGINT)
         try:
             return self.p.wait(STOP_S)
@@ -288,7 +270,7 @@ def _pipeline_serve(tmp: Path) -> Any:
 
 def has_child(r: Run) -> bool:
     """The command started a child (the pipeline: Spark's JVM, still starting)."""
-    return bool(descendants(r.p.pid))
+    return bool(procs.descendants(r.p.pid))
 
 
 # what "start-up" is where it is not the command's first CPU time

@@ -7,17 +7,16 @@ is asleep and when it is expected back (docs/protocols/sleep.md)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from pathlib import Path
 from typing import Any
 
-import pynng
 import pytest
 
 from e2e import (
     Publisher,
+    TimedLines,
     boards_registered,
     bridge_with_boards,
     free_port,
@@ -27,30 +26,6 @@ from e2e import (
 from pubmote.gateway.status import asleep_note, status_line
 
 CYCLES = 10
-
-
-class TimedLines:
-    """An SP subscriber noting when each line arrived."""
-
-    def __init__(self, url: str, prefix: bytes) -> None:
-        self.sock = pynng.Sub0(recv_buffer_size=4096)
-        self.sock.dial(url, block=False)
-        self.sock.subscribe(prefix)
-        self.lines: list[tuple[float, bytes]] = []
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        with contextlib.suppress(pynng.Closed):
-            while True:
-                line = await self.sock.arecv()
-                self.lines.append((time.monotonic(), line))
-
-    def of(self, prefix: bytes) -> list[tuple[float, bytes]]:
-        return [(t, x) for t, x in self.lines if x.startswith(prefix)]
-
-    def close(self) -> None:
-        self.task.cancel()
-        self.sock.close()
 
 
 @pytest.mark.timeout(600)  # ten cycles, each a board process's start: slow on a busy box

@@ -10,18 +10,17 @@ the bridge counts as requeued). A few cycles: each wake is a whole boot of the e
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pynng
 import pytest
 
 from e2e import (
     Publisher,
+    TimedLines,
     boards_registered,
     bridge_with_boards,
     free_port,
@@ -39,30 +38,6 @@ CYCLE_S = 180  # one sleep and the next boot's registration, on a loaded machine
 AWAKE = b"/sleepy/sim1/awake|"
 GOT = b"/sleepy/sim1/got|"
 CMD = b"/sleepy/sim1/cmd|"
-
-
-class TimedLines:
-    """An SP subscriber noting when each line arrived."""
-
-    def __init__(self, url: str, prefix: bytes) -> None:
-        self.sock = pynng.Sub0(recv_buffer_size=4096)
-        self.sock.dial(url, block=False)
-        self.sock.subscribe(prefix)
-        self.lines: list[tuple[float, bytes]] = []
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    async def _run(self) -> None:
-        with contextlib.suppress(pynng.Closed):
-            while True:
-                line = await self.sock.arecv()
-                self.lines.append((time.monotonic(), line))
-
-    def of(self, prefix: bytes) -> list[tuple[float, bytes]]:
-        return [(t, x) for t, x in self.lines if x.startswith(prefix)]
-
-    def close(self) -> None:
-        self.task.cancel()
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")

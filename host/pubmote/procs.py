@@ -1,0 +1,45 @@
+"""The processes below a PID, from /proc (Linux): what a test, a bench or the pipeline
+started, and what those started in turn (a Spark driver's JVM, a worker's executors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _parents() -> dict[int, list[int]]:
+    """Each PID's children, from one pass over /proc."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            children.setdefault(ppid, []).append(int(d.name))
+    return children
+
+
+def children(pid: int) -> list[int]:
+    """pid's living children."""
+    return _parents().get(pid, [])
+
+
+def descendants(pid: int) -> list[int]:
+    """pid's living children, theirs, and so on (parents before their children)."""
+    kids = _parents()
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        found = kids.get(todo.pop(), [])
+        out.extend(found)
+        todo.extend(found)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    """pid's command line, its arguments joined by spaces ("" once it is gone)."""
+    try:
+        return Path("/proc/%d/cmdline" % pid).read_bytes().replace(b"\0", b" ").decode(
+            errors="replace")
+    except OSError:
+        return ""
