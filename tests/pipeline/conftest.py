@@ -1,7 +1,8 @@
 """The pipeline tests share one Spark for the whole pytest run, every worker's (a JVM's
-start costs 25-30 CPU seconds; tests/run_services.py): a resident Spark Connect server (`pubmote pipeline serve`: local[2], 2
-shuffle partitions, and the pipeline's own defaults: UTC, UI off, loopback, quiet logs),
-which `spark`, a Spark Connect session, runs the tests' jobs on. The tests that are about
+start costs 25-30 CPU seconds; tests/run_services.py): a resident Spark Connect server
+(`pubmote pipeline serve`: local[2], 2 shuffle partitions, and the pipeline's own
+defaults: UTC, UI off, loopback, quiet logs), which `spark`, a Spark Connect session,
+runs the tests' jobs on. The tests that are about
 local mode start their own `pubmote pipeline` (test_remote.py, test_stream.py,
 test_jvm_archive.py). They import the bridge test helpers (e2e) from tests/host."""
 
