@@ -27,7 +27,7 @@ def wait_until(pred: Callable[[], object], timeout_s: float = 60) -> None:
 def orphan_jvm() -> int:
     """A process whose command line is a Spark JVM's, as far as /proc tells, orphaned as a
     killed driver's JVM is (its parent gone)."""
-    fake = [sys.executable, "-c", "import time; time.sleep(600)",
+    fake = [sys.executable, "-c", "import signal; signal.pause()",  # until killed
             "org.apache.spark.deploy.SparkSubmit"]
     spawn = ("import subprocess, sys; print(subprocess.Popen(sys.argv[1:], stdout=subprocess"
              ".DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True).pid)")

@@ -27,7 +27,6 @@ from e2e import (
     sp_connected,
     wait_until,
 )
-from pubmote.boards import fwbuild
 
 # wakes after the first; PUBMOTE_PICO_SLEEP_CYCLES runs more (a soak, by hand)
 CYCLES = int(os.environ.get("PUBMOTE_PICO_SLEEP_CYCLES", "3"))
@@ -38,12 +37,6 @@ CYCLE_S = 180  # one sleep and the next boot's registration, on a loaded machine
 AWAKE = b"/sleepy/sim1/awake|"
 GOT = b"/sleepy/sim1/got|"
 CMD = b"/sleepy/sim1/cmd|"
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    """The Pico firmware, cached or built."""
-    fwbuild.build("pico", progress=lambda line: None)
 
 
 @pytest.mark.timeout(1500)  # a firmware build on a loaded machine, then the cycles

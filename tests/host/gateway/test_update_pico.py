@@ -17,17 +17,10 @@ import pytest
 from test_update import GOOD, Topics, final_states, update
 
 from e2e import APPS, boards_registered, bridge_with_boards, wait_until
-from pubmote.boards import fwbuild
 
 BROKEN = APPS / "update_broken"
 HANG = APPS / "update_hang"
 BOOT_S = 300  # an emulated Pico's boot to its registration, on a loaded machine
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    """The Pico firmware, cached or built."""
-    fwbuild.build("pico", progress=lambda line: None)
 
 
 @pytest.mark.timeout(1500)  # a firmware build on a loaded machine, then three updates
