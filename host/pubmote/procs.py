@@ -1,9 +1,15 @@
 """The processes below a PID, from /proc (Linux): what a test, a bench or the pipeline
-started, and what those started in turn (a Spark driver's JVM, a worker's executors)."""
+started, and what those started in turn (a Spark driver's JVM, a worker's executors); and
+starting one that an interrupt cannot orphan."""
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 
 
 def _parents() -> dict[int, list[int]]:
@@ -43,3 +49,29 @@ def cmdline(pid: int) -> str:
             errors="replace")
     except OSError:
         return ""
+
+
+@contextmanager
+def interrupt_after() -> Iterator[None]:
+    """Holds a Ctrl-C (SIGINT) back until the block has run, then raises it as usual.
+    Around the start of a child in a session of its own: an interrupt arriving while
+    subprocess.Popen waits for the exec would leave the child running with no Popen to end
+    it (seen: a firmware build's make and its compiler outliving a Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    before = signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+        if held:
+            if callable(before):
+                before(signal.SIGINT, None)
+            elif before == signal.SIG_DFL:
+                raise KeyboardInterrupt

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from pubmote import procs
 from pubmote.boards import files, uf2
 
 CACHE = files.build_dir() / "firmware"
@@ -223,11 +224,13 @@ def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
         f.write(("\n$ %s\n" % " ".join(cmd)).encode())
         f.flush()
         start = f.tell()
-        # a process group of its own: an interrupted build ends make and every compiler
-        # it started, whoever sent the interrupt
-        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                             start_new_session=True)
+        p: subprocess.Popen[bytes] | None = None
         try:
+            # a process group of its own: an interrupted build ends make and every
+            # compiler it started, whoever sent the interrupt
+            with procs.interrupt_after():
+                p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd,
+                                     env=env, start_new_session=True)
             while True:
                 try:
                     p.wait(timeout=PROGRESS_S)
@@ -237,6 +240,8 @@ def _run(cmd: list[str], log: Path, progress: Callable[[str], None], what: str,
                     progress("%s ... %s%.0f s" % (what, "%d%%, " % pct if pct is not None
                                                   else "", time.monotonic() - t0))
         except BaseException:
+            if p is None:
+                raise
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGTERM)
             try:
