@@ -51,7 +51,13 @@ async def commander(node):
     node.directed(sub)
     while True:
         msg = await sub.recv()
-        await _command(node, base, msg.payload)
+        try:
+            await _command(node, base, msg.payload)
+        except Exception as e:  # noqa: BLE001
+            # one reply that failed (its link gone mid-publish) must not end the task that
+            # answers every later command: counted, and said on the console
+            node.counters["app_errors"] = node.counters.get("app_errors", 0) + 1
+            print("demo: command", msg.payload, "failed:", repr(e))
 
 
 async def _command(node, base, payload):

@@ -168,6 +168,21 @@ def _reading(m: bytes) -> dict[str, object]:
     return result
 
 
+def _logs(t: Target) -> str:
+    """The last lines of the bridge's log and of the board's console: why it went quiet."""
+    out = []
+    paths = [t.tmp / "bridge.log"]
+    if t.pico is not None:
+        paths += [t.pico.board.log_path, t.pico.board.emu_log_path]
+    for p in paths:
+        try:
+            lines = p.read_text(errors="replace").splitlines()[-25:]
+        except OSError as e:
+            lines = ["(%s)" % e]
+        out.append("--- %s (last %d lines):\n%s" % (p.name, len(lines), "\n".join(lines)))
+    return "\n".join(out)
+
+
 def _command(t: Target, payload: bytes, sub: Sub, reply_prefix: bytes,
              timeout_s: float = 180) -> bytes:
     pub = pynng.Pub0()
@@ -180,7 +195,8 @@ def _command(t: Target, payload: bytes, sub: Sub, reply_prefix: bytes,
                 return sub.wait(reply_prefix, 1.0, "reply")
             except AssertionError:
                 continue
-        raise AssertionError("the board did not answer %r within %.0f s" % (payload, timeout_s))
+        raise AssertionError("the board did not answer %r within %.0f s\n%s"
+                             % (payload, timeout_s, _logs(t)))
     finally:
         pub.close()
 
