@@ -41,11 +41,11 @@ def prepare(journal: str | Path, reading_key: str | None = None) -> Backlog:
     """Compact the journal's finished files that have no columns yet and count the rows."""
     out = make_columns_dir(journal, reading_key)
     files = sorted(Path(journal).glob(JOURNAL_GLOB))
-    if len(files) >= 2 and sum(f.stat().st_size for f in files) >= CHILD_BYTES:
-        todo = [f for f in files if not (out / (f.stem + ".parquet")).exists()]
+    todo = [f for f in files if not (out / (f.stem + ".parquet")).exists()]
+    # (nothing to compact: the footers are read here, a child's start would cost more)
+    if todo and len(files) >= 2 and sum(f.stat().st_size for f in files) >= CHILD_BYTES:
         n, rows, unusable = _in_children(files, out, reading_key,
-                                         min(len(files), max(1, len(todo)),
-                                             os.cpu_count() or 2))
+                                         min(len(files), len(todo), os.cpu_count() or 2))
     else:
         from .columns import compact, counts
 
