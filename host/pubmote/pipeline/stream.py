@@ -66,7 +66,8 @@ def start(spark: SparkSession, journal: str | Path, out: str | Path,
     for name in TABLE_NAMES:
         sink = Path(out) / name
         check_sink(sink)
-        df = tables(prepare(reader.parquet(str(columns))), window, watermark, late_ms)[name]
+        df = tables(prepare(reader.parquet(str(columns))), window, watermark, late_ms,
+                    exact=False)[name]
         queries.append(df.writeStream.queryName(name).format("parquet").outputMode("append")
                        .option("path", str(sink))
                        .option("checkpointLocation", str(Path(checkpoint) / name))
