@@ -79,6 +79,17 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
         # 21.5 CPU s instead of 25.4, 11.6 s wall instead of 18.4, and the JVM's peak RSS
         # 614 MB instead of 791 (bench/pipeline/PROFILE.md); no change at 1M.
         "spark.sql.files.maxPartitionBytes": "8m",
+        # Spark keeps what it ran for its UI's pages in the driver's heap (UI or not): by
+        # default the last 1,000 SQL executions, jobs and stages, 100,000 tasks a stage. A
+        # --follow job runs two executions every trigger, so its heap filled with them for
+        # hours; the last few are what a status line or a debugging user needs
+        "spark.sql.ui.retainedExecutions": "20",
+        "spark.ui.retainedJobs": "50",
+        "spark.ui.retainedStages": "50",
+        "spark.ui.retainedTasks": "1000",
+        "spark.ui.retainedDeadExecutors": "10",
+        "spark.sql.streaming.ui.retainedQueries": "20",
+        "spark.sql.streaming.ui.retainedProgressUpdates": "20",
     }
     java_opts = ""
     if local:
