@@ -3,7 +3,6 @@ every run."""
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,16 +94,7 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
     rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
                                   late_ms=late_ms, reading_key=reading_key, log=log,
                                   backlog=backlog)
-    with contextlib.ExitStack() as stack:
-        stack.callback(rows.unpersist)
-        page = None
-        if report is not None:
-            from .report import Report
-            from .transform import usable
-
-            # its queries over the journal start now, beside the tables' writes
-            page = stack.enter_context(Report(rows.where(usable()), report, journal=journal,
-                                              window=window, log=log))
+    try:
         # both tables at once: one job's planning, code generation and last tasks leave a
         # core the other's tasks take (bench/pipeline/PROFILE.md)
         with ThreadPoolExecutor(max_workers=len(tables)) as pool:
@@ -112,8 +102,14 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
                                strict=True):
                 stats[name] = n
                 log("wrote %s: %d rows -> %s" % (name, n, out / name))
-        if page is not None:
-            stats["report"] = page.write(spark, out)
+        if report is not None:
+            from .report import write_report
+            from .transform import usable
+
+            stats["report"] = write_report(spark, rows.where(usable()), out, report,
+                                           journal=journal, window=window, log=log)
+    finally:
+        rows.unpersist()
     if stats["unusable"]:
         log("warning: %d journal lines were unusable (malformed, or no t_bridge/outcome)"
             % stats["unusable"])

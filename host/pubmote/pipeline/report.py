@@ -149,61 +149,40 @@ def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]]
                 _series(by_board.result()))
 
 
-class Report:
-    """`--report OUT`: OUT/index.html and its PNGs. Made before the batch tables are
-    written, it starts the page's queries over `j` (the journal's usable rows as the batch
-    run prepared them) at once, beside the tables' writes; write(tables) adds those over the
-    tables and writes the page; close() ends its queries' threads (in a `with`)."""
+def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str | Path, *,
+                 journal: str | Path, window: str, log: Log = print) -> Path:
+    """Write OUT/index.html and its PNGs from the batch tables in `tables` and `j`, the
+    journal's usable rows as the batch run prepared them (`journal` names it on the page).
+    Run after the tables are written: its queries beside the tables' (tried) left the
+    server's heap short and took longer than one after the other."""
+    from pyspark.sql import functions as F
 
-    def __init__(self, j: DataFrame, out: str | Path, *, journal: str | Path, window: str,
-                 log: Log = print) -> None:
-        from pyspark.sql import functions as F
-
-        self._out = Path(out)
-        self._journal = journal
-        self._window = window
-        self._log = log
-        # The page's queries are small and independent: at once, they share Spark's cores
-        # and each one's planning and scheduling (most of a small query's time, and of a
-        # Spark Connect round trip) overlaps the others' and the tables'.
-        self._pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix="pubmote-report")
-        lat = F.col("latency_ms")
-        submit = self._pool.submit
-        self._hist = submit(lambda: j.where((F.col("outcome") == "delivered") & (lat > 0))
-                            .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b"))
-                            .count().orderBy("b").collect())
-        self._pct = submit(lambda: j.where(F.col("outcome") == "delivered").agg(
-            F.percentile_approx(lat, [0.5, 0.9, 0.99, 1.0]).alias("p"),
-            F.count(lat).alias("n")).first())
-        self._last = submit(lambda: j.where(F.col("reading").isNotNull())
-                            .groupBy("topic", "origin")
-                            .agg(F.max_by("reading", "t_bridge").alias("reading"),
-                                 F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
-                            .orderBy("topic").collect())
-
-    def __enter__(self) -> Report:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def write(self, spark: SparkSession, tables: str | Path) -> Path:
-        """The page from the batch tables in `tables` and the journal's queries; its path."""
-        from pyspark.sql import functions as F
-
-        out, log = self._out, self._log
-        out.mkdir(parents=True, exist_ok=True)
-        windows = spark.read.parquet(str(Path(tables) / "windows"))
-        health = spark.read.parquet(str(Path(tables) / "health"))
-        submit = self._pool.submit
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    windows = spark.read.parquet(str(Path(tables) / "windows"))
+    health = spark.read.parquet(str(Path(tables) / "health"))
+    lat = F.col("latency_ms")
+    # The page's queries are small and independent: at once, they share Spark's cores
+    # and each one's planning and scheduling (most of a small query's time, and of a
+    # Spark Connect round trip) overlaps the others'.
+    with ThreadPoolExecutor(max_workers=6, thread_name_prefix="pubmote-report") as pool:
+        submit = pool.submit
         series_f = submit(_time_series, windows)
         hrows_f = submit(lambda: health.groupBy("node").agg(
             *[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to", "lost",
                                           "ups", "reconnects", "downs")])
             .orderBy("node").collect())
+        hist_f = submit(lambda: j.where((F.col("outcome") == "delivered") & (lat > 0))
+                        .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b"))
+                        .count().orderBy("b").collect())
+        pct_f = submit(lambda: j.where(F.col("outcome") == "delivered").agg(
+            F.percentile_approx(lat, [0.5, 0.9, 0.99, 1.0]).alias("p"),
+            F.count(lat).alias("n")).first())
+        last_f = submit(lambda: j.where(F.col("reading").isNotNull())
+                        .groupBy("topic", "origin")
+                        .agg(F.max_by("reading", "t_bridge").alias("reading"),
+                             F.max("t_bridge").alias("t"), F.count("reading").alias("n"))
+                        .orderBy("topic").collect())
         totals_f = submit(lambda: windows.agg(F.sum("messages").alias("messages"),
                                               F.countDistinct("topic").alias("topics"),
                                               F.sum("late").alias("late"),
@@ -214,7 +193,7 @@ class Report:
         pngs: dict[str, str] = {}
         hrows: list[Any] = []
         rates: dict[str, list[tuple[Any, float]]] = {}
-        plots: list[Future[Any]] = [series_f, hrows_f, self._hist]
+        plots: list[Future[Any]] = [series_f, hrows_f, hist_f]
         for f in as_completed(plots):
             if f is series_f:
                 rates, topic_readings, board_readings = series_f.result()
@@ -233,48 +212,47 @@ class Report:
                 if hrows:
                     pngs["Per-node health"] = _health_plot(hrows, out)
             else:
-                hist = self._hist.result()
+                hist = hist_f.result()
                 if hist:
                     pngs["Latency distribution"] = _latency_plot(
                         [(float(r["b"]), int(r["count"])) for r in hist], out)
-        pct, last, totals = self._pct.result(), self._last.result(), totals_f.result()
-        assert totals is not None
-        log("report: %d points of rate, %d nodes, %d topics with readings"
-            % (sum(len(v) for v in rates.values()), len(hrows), len(last)))
-        figs = [(title, pngs[title]) for title in (
-            "Message rate per topic", "Readings over time", "Readings per board",
-            "Latency distribution", "Per-node health") if title in pngs]
-        journal, window = self._journal, self._window
-        p = pct["p"] if pct is not None and pct["p"] else None
-        summary: list[list[Any]] = [["messages", int(totals["messages"] or 0)],
-                   ["topics", int(totals["topics"] or 0)],
-                   ["late (counted in their windows) / too late (counted where they arrived)",
-                    "%d / %d" % (int(totals["late"] or 0), int(totals["too_late"] or 0))],
-                   ["deliveries", int(pct["n"]) if pct is not None else 0],
-                   ["latency p50 / p90 / p99 / max (ms)",
-                    " / ".join(_fmt(x) for x in p) if p else "-"],
-                   ["journal", str(journal)], ["tables", str(tables)]]
-        health_rows = [[r["node"], r["published"], r["delivered_to"], r["dropped_to"], r["lost"],
-                        r["ups"], r["reconnects"], r["downs"]] for r in hrows]
-        last_rows = [[r["topic"], r["origin"], _fmt(r["reading"], 3),
-                      dt.datetime.fromtimestamp(r["t"] / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
-                      r["n"]] for r in last]
-        parts = ["<!doctype html><meta charset=utf-8><title>pubmote pipeline report</title>",
-                 "<style>body{font-family:sans-serif;max-width:960px;margin:auto}"
-                 "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-                 "padding:2px 6px;text-align:left}img{max-width:100%}</style>",
-                 "<h1>pubmote pipeline report</h1>",
-                 "<p>Generated %s UTC. Windows of %s by event time: when the board took a "
-                 "reading, or its arrival at the bridge without a taken-time.</p>" % (
-                     dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S"), html.escape(window)),
-                 _table(["", ""], summary)]
-        for title, png in figs:
-            parts.append("<h2>%s</h2><img src=\"%s\" alt=\"%s\">" % (title, png, title))
-        parts.append("<h2>Per-node health (whole journal)</h2>")
-        parts.append(_table(["node", "published", "delivered to", "dropped to", "lost", "ups",
-                             "reconnects", "downs"], health_rows))
-        parts.append("<h2>Last readings</h2>")
-        parts.append(_table(["topic", "origin", "reading", "at (UTC)", "readings"], last_rows))
-        page = out / "index.html"
-        page.write_text("\n".join(parts) + "\n")
-        return page
+    pct, last, totals = pct_f.result(), last_f.result(), totals_f.result()
+    assert totals is not None
+    log("report: %d points of rate, %d nodes, %d topics with readings"
+        % (sum(len(v) for v in rates.values()), len(hrows), len(last)))
+    figs = [(title, pngs[title]) for title in (
+        "Message rate per topic", "Readings over time", "Readings per board",
+        "Latency distribution", "Per-node health") if title in pngs]
+    p = pct["p"] if pct is not None and pct["p"] else None
+    summary: list[list[Any]] = [["messages", int(totals["messages"] or 0)],
+               ["topics", int(totals["topics"] or 0)],
+               ["late (counted in their windows) / too late (counted where they arrived)",
+                "%d / %d" % (int(totals["late"] or 0), int(totals["too_late"] or 0))],
+               ["deliveries", int(pct["n"]) if pct is not None else 0],
+               ["latency p50 / p90 / p99 / max (ms)",
+                " / ".join(_fmt(x) for x in p) if p else "-"],
+               ["journal", str(journal)], ["tables", str(tables)]]
+    health_rows = [[r["node"], r["published"], r["delivered_to"], r["dropped_to"], r["lost"],
+                    r["ups"], r["reconnects"], r["downs"]] for r in hrows]
+    last_rows = [[r["topic"], r["origin"], _fmt(r["reading"], 3),
+                  dt.datetime.fromtimestamp(r["t"] / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
+                  r["n"]] for r in last]
+    parts = ["<!doctype html><meta charset=utf-8><title>pubmote pipeline report</title>",
+             "<style>body{font-family:sans-serif;max-width:960px;margin:auto}"
+             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+             "padding:2px 6px;text-align:left}img{max-width:100%}</style>",
+             "<h1>pubmote pipeline report</h1>",
+             "<p>Generated %s UTC. Windows of %s by event time: when the board took a "
+             "reading, or its arrival at the bridge without a taken-time.</p>" % (
+                 dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S"), html.escape(window)),
+             _table(["", ""], summary)]
+    for title, png in figs:
+        parts.append("<h2>%s</h2><img src=\"%s\" alt=\"%s\">" % (title, png, title))
+    parts.append("<h2>Per-node health (whole journal)</h2>")
+    parts.append(_table(["node", "published", "delivered to", "dropped to", "lost", "ups",
+                         "reconnects", "downs"], health_rows))
+    parts.append("<h2>Last readings</h2>")
+    parts.append(_table(["topic", "origin", "reading", "at (UTC)", "readings"], last_rows))
+    page = out / "index.html"
+    page.write_text("\n".join(parts) + "\n")
+    return page
