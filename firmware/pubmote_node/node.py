@@ -7,9 +7,8 @@
 import asyncio
 
 from pubmote_wire import control, interest, name, notify
-from pubmote_wire.compat import const
+from pubmote_wire.compat import const, urandom
 from pubmote_wire.errors import DecodeError
-from pubmote_wire.rand import urandom
 
 from .clock import ticks_ms
 from .face import MAX_PACKET, Exchange, Port

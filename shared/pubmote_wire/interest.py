@@ -2,10 +2,9 @@
 # ParametersSha256DigestComponent and signed Interests (DigestSha256 / HmacWithSha256).
 from struct import pack_into
 
-from .compat import const, sha256
+from .compat import const, sha256, urandom
 from .errors import DecodeError, EncodeError
 from .namewire import name_len, put_name, walk
-from .rand import urandom
 from .signature import parse_info
 from .tlv import (
     TLVReader,
