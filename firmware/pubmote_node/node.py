@@ -8,7 +8,6 @@ import asyncio
 
 from pubmote_wire import control, interest, name, notify
 from pubmote_wire.compat import const, urandom
-from pubmote_wire.errors import DecodeError
 
 from .clock import ticks_ms
 from .face import MAX_PACKET, Exchange, Port
@@ -310,6 +309,8 @@ class Node:
                 if content is not None:
                     asyncio.create_task(self.port.send_quiet(_encode_data(nm, as_bytes(content))))
                 return
+        from pubmote_wire.errors import DecodeError  # here, not a module global: heap
+
         try:
             topic, publisher, nonce, _, _ = notify.parse_notify_interest(pkt)
         except DecodeError:

@@ -31,16 +31,6 @@ _SIG_TIME = const(0x28)
 _SIG_SEQ = const(0x2A)
 
 
-# Compare all bytes whatever the first difference (timing-safe enough for HMAC).
-def equal(a, b):
-    if len(a) != len(b):
-        return False
-    r = 0
-    for i in range(len(a)):
-        r |= a[i] ^ b[i]
-    return r == 0
-
-
 def _nonce_tlv(v):
     # SignatureNonce is raw bytes per the spec; an int is written as python-ndn does (uint).
     return nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tl_size(_SIG_NONCE, len(v))
