@@ -28,18 +28,6 @@ _FINAL_BLOCK_ID = const(0x1A)
 # globals, each of which is heap on a board)
 BLOB = const(0)
 
-
-def __getattr__(attr):
-    # what a board seldom or never calls (encode_data and its conveniences, verify_data)
-    # is in data_more.py, loaded when first asked for: each function is heap on a board
-    from . import data_more
-
-    try:
-        return getattr(data_more, attr)
-    except AttributeError:
-        raise AttributeError(attr) from None
-
-
 def _clear(d):
     d.name = d.content_type = d.freshness_ms = d.final_block_id = d.content = None
     d.sig_type = d.sig_key_name = d.sig_nonce = d.sig_time_ms = d.sig_seq = None
@@ -109,6 +97,31 @@ def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
 
 
 # Write a Data packet at buf[off]; return the bytes written (buf None: just count).
+# name is a Name (bytes-like TLV-VALUE); final_block_id is a whole component TLV.
+# MetaInfo is written only when one of its fields is given; signer=None signs with
+# DigestSha256.
+def encode_data(buf, off, name, content=None, *, content_type=None, freshness_ms=None,
+                final_block_id=None, signer=None):
+    return encode_parts(buf, off, name, None, None, None, content, content_type, freshness_ms,
+                        final_block_id, signer)
+
+
+# Bytes encode_data will write for the same arguments.
+def data_size(name, content=None, **kw):
+    return encode_data(None, 0, name, content, **kw)
+
+
+# Convenience: the Data packet as bytes (name may also be a URI str here).
+def encode(name, content=None, **kw):
+    if isinstance(name, str):
+        from .name import from_uri
+
+        name = from_uri(name)
+    buf = bytearray(encode_data(None, 0, name, content, **kw))
+    encode_data(buf, 0, name, content, **kw)
+    return bytes(buf)
+
+
 # Parse one Data TLV that fills buf exactly; return a Data (into, if given).
 def decode_data(buf, into=None):
     d = into if into is not None else Data()
@@ -168,3 +181,12 @@ def _parse_meta_info(d, buf, mv, vs, ve):
             d.final_block_id = mv[q.vstart : q.vend]
         elif is_critical(t):
             raise DecodeError("unknown critical TLV")
+
+
+# Check the signature of a decoded Data against its input bytes.
+def verify_data(d, buf, key=None):
+    if d.signed_end < 0:
+        return False
+    from .verify import verify2
+
+    return verify2(d.sig_type, d.sig_value, buf, d.signed_start, d.signed_end, -1, -1, key)

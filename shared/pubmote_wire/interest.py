@@ -31,17 +31,6 @@ _RANK = const(
 )
 
 
-def __getattr__(attr):
-    # what a board never calls (encode_interest and its conveniences, verify_interest) is
-    # in interest_more.py, loaded when first asked for: each function is heap on a board
-    from . import interest_more
-
-    try:
-        return getattr(interest_more, attr)
-    except AttributeError:
-        raise AttributeError(attr) from None
-
-
 def _strip_digest(name):
     # The name without its ParametersSha256Digest component(s); the substring test is
     # cheap and nearly always false, so the walk (and any copy) is rare.
@@ -247,6 +236,38 @@ def _sign_and_digest(buf, p, ns, ne, a0, signer, sig_nonce, sig_time_ms, sig_seq
     return p
 
 
+# Write an Interest at buf[off]; return the bytes written (buf None: just count).
+# name is a Name (bytes-like TLV-VALUE). With app_params or signer the
+# ParametersSha256Digest component is computed and appended (one already in name is
+# replaced). nonce=None leaves the Nonce out.
+def encode_interest(buf, off, name, *, can_be_prefix=False, must_be_fresh=False,
+                    forwarding_hint=None, nonce=None, lifetime_ms=None, hop_limit=None,
+                    app_params=None, signer=None, sig_nonce=None, sig_time_ms=None,
+                    sig_seq=None):
+    if nonce is not None and nonce < 0:
+        raise EncodeError("too large")
+    return encode_parts(buf, off, name, can_be_prefix=can_be_prefix, must_be_fresh=must_be_fresh,
+                        forwarding_hint=forwarding_hint, nonce=nonce, lifetime_ms=lifetime_ms,
+                        hop_limit=hop_limit, app_params=app_params, signer=signer,
+                        sig_nonce=sig_nonce, sig_time_ms=sig_time_ms, sig_seq=sig_seq)
+
+
+# Bytes encode_interest will write for the same arguments.
+def interest_size(name, **kw):
+    return encode_interest(None, 0, name, **kw)
+
+
+# Convenience: the Interest as bytes (name may also be a URI str here).
+def encode(name, **kw):
+    if isinstance(name, str):
+        from .name import from_uri
+
+        name = from_uri(name)
+    buf = bytearray(encode_interest(None, 0, name, **kw))
+    encode_interest(buf, 0, name, **kw)
+    return bytes(buf)
+
+
 # Parse one Interest TLV that fills buf exactly; return an Interest (into, if given).
 def decode_interest(buf, into=None):
     i = into if into is not None else Interest()
@@ -340,3 +361,16 @@ def _check(i, buf, mv):
     if (i.signed_end >= 0) != (i.sig_value is not None) or (i.signed_end >= 0 and a0 < 0):
         raise DecodeError("bad Interest signature")
     return i
+
+
+# Check the signature of a decoded Interest against its input bytes.
+def verify_interest(interest, buf, key=None):
+    i = interest
+    if i.signed_end < 0:
+        return False
+    from .verify import verify, verify2
+
+    if i.digest_at + 34 != i.name_end:  # a digest inside the name (unusual): three regions
+        return verify(i.sig_type, i.sig_value, buf, i.signed_regions, key)
+    return verify2(i.sig_type, i.sig_value, buf, i.name_start, i.digest_at, i.params_at,
+                   i.signed_end, key)

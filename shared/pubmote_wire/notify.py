@@ -8,7 +8,7 @@ from .errors import DecodeError
 from .interest import decode_interest, encode_parts
 from .namewire import comp_end, walk
 from .signature import DIGEST
-from .tlv import is_critical, tl_size, write_tl, write_tlv
+from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
 PUBLISHER_FWD_HINT = const(0xD3)
@@ -29,20 +29,16 @@ MSG = b"\x08\x03msg"
 DEFAULT_LIFETIME_MS = const(4000)
 
 
-def __getattr__(attr):
-    # what a board never calls (msg_name, decode_notify_params, inline_msg, taken_ms) is in
-    # notify_more.py, loaded when first asked for: each function is heap on a board
-    from . import notify_more
-
-    try:
-        return getattr(notify_more, attr)
-    except AttributeError:
-        raise AttributeError(attr) from None
-
-
 # /<topic>/notify (without the ParametersSha256Digest the Interest adds).
 def notify_name(topic):
     return bytes(topic) + NOTIFY
+
+
+# /<publisher>/msg/<topic>/<nonce>.
+def msg_name(publisher, topic, nonce):
+    b = bytearray(tl_size(8, len(nonce)))
+    write_tlv(b, 0, 8, nonce)
+    return bytes(publisher) + MSG + bytes(topic) + b
 
 
 # Bytes of the NotifyAppParam value (what goes inside ApplicationParameters).
@@ -122,6 +118,14 @@ def _params(o, r, q, mv):
                     raise DecodeError("unknown critical TLV")
 
 
+# (publisher Name or None, nonce or None, forwarding-hint Name or None), as
+# memoryviews, from a NotifyAppParam value.
+def decode_notify_params(buf):
+    r = TLVReader(b"")
+    _params(r, r, TLVReader(b""), memoryview(buf))
+    return r.notify_publisher, r.notify_nonce, r.notify_fwd_hint
+
+
 # Write the notify Interest /<topic>/notify/<params-digest> at buf[off]; return its
 # size. Signed with DigestSha256 unless another signer (or None: unsigned) is given.
 def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
@@ -171,6 +175,19 @@ def encode_msg_data(buf, off, publisher, topic, nonce, content, *, signer=None):
 def encode_ack_data(buf, off, notify_interest_full_name, *, signer=None):
     return _data.encode_parts(buf, off, notify_interest_full_name, None, None, None, None,
                               _data.BLOB, None, None, signer)
+
+
+# The inline message Data (a memoryview) of a notify parsed by parse_notify_interest, or
+# None when the notify carries none.
+def inline_msg(i):
+    return i.notify_inline
+
+
+# The TakenTime (ms since 1970, an int) of a notify parsed by parse_notify_interest, or
+# None when it carries none (its publisher has no synced clock, or predates the element).
+def taken_ms(i):
+    v = i.notify_taken
+    return None if v is None else int.from_bytes(bytes(v), "big")
 
 
 # TakenTime's value for ms since 1970 (a board writes it from small ints: its clock.py).
