@@ -101,7 +101,7 @@ class Board:
 # SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
 # is an app like the bench's
 # Each wire module is imported on its own (in dependency order) for the per-module rows.
-WIRE = ("errors", "compat", "tlv", "namewire", "signature", "interest", "data",
+WIRE = ("errors", "compat", "tlv", "namewire", "signature", "interest_core", "data_core",
         "notify", "name", "cbor", "framing", "subfilter")
 PROBE = b"""import gc
 from pubmote_node import flashfs, forget

@@ -6,7 +6,8 @@
 # (what the app receives) and subscriber.py (the notify subscriber that fetches it).
 import asyncio
 
-from pubmote_wire import control, interest, name, notify
+from pubmote_wire import control, name, notify
+from pubmote_wire import interest_core as interest
 from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_ms

@@ -2,7 +2,8 @@
 # sides: the names a board registers and hears hellos on, the registration's parameters
 # and its reply, the hello, the fetch of a publisher's message, and the ack Data that
 # answers a notify. The firmware freezes this module; the bridge imports it.
-from . import cbor, interest, name, notify
+from . import cbor, name, notify
+from . import interest_core as interest
 
 # Names as bytes literals: frozen code keeps them in flash (built at import: heap)
 REGISTER = b"\x08\x07pubmote\x08\x03ctl\x08\x08register"  # /pubmote/ctl/register

@@ -2,10 +2,10 @@
 # the notify Interest /<topic>/notify carrying NotifyAppParam, the msg Interest and Data
 # /<publisher>/msg/<topic>/<nonce>, and the ack Data answering the notify Interest.
 # Names are written from their parts (no concatenated bytes) and parsed in place.
-from . import data as _data
+from . import data_core as _data
 from .compat import const
 from .errors import DecodeError
-from .interest import decode_interest, encode_parts
+from .interest_core import decode_interest, encode_parts
 from .namewire import comp_end, walk
 from .signature import DIGEST
 from .tlv import TLVReader, is_critical, tl_size, write_tl, write_tlv
