@@ -6,8 +6,10 @@
 # (what the app receives) and subscriber.py (the notify subscriber that fetches it).
 import asyncio
 
-from pubmote_wire import control, name, notify
+from pubmote_wire import control_core as control
 from pubmote_wire import interest_core as interest
+from pubmote_wire import name
+from pubmote_wire import notify_core as notify
 from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_ms

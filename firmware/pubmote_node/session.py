@@ -124,7 +124,8 @@ class Session:
         sleeps that long once answered (sleep.py), else None."""
         # its imports here, not as module globals (each a board's heap): it runs once every
         # few seconds
-        from pubmote_wire import control, name
+        from pubmote_wire import control_core as control
+        from pubmote_wire import name
         from pubmote_wire.compat import urandom
         from pubmote_wire.errors import DecodeError
 
