@@ -102,7 +102,7 @@ class Board:
 # is an app like the bench's
 # Each wire module is imported on its own (in dependency order) for the per-module rows.
 WIRE = ("errors", "compat", "tlv", "namewire", "signature", "interest_core", "data_core",
-        "notify", "name", "cbor", "framing", "subfilter")
+        "notify_core", "name", "cbor", "framing", "subfilter")
 PROBE = b"""import gc
 from pubmote_node import flashfs, forget
 flashfs.remount()

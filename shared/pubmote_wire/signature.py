@@ -1,7 +1,7 @@
 # NDN signatures the codec can make itself: the signature types, (Interest)SignatureInfo
-# written and parsed, the signers' base and DigestSha256. HmacSigner (hmac256.py) and the
-# checking of signatures (verify.py) are loaded only where they are used. Every hash is fed
-# region by region from a memoryview so signing copies nothing.
+# written and parsed, and the signers' base, which is DigestSha256 itself. HmacSigner
+# (hmac256.py) and the checking of signatures (verify.py) are loaded only where they are
+# used. Every hash is fed region by region from a memoryview so signing copies nothing.
 from .compat import const, sha256
 from .errors import DecodeError
 from .namewire import walk
@@ -37,8 +37,21 @@ def _nonce_tlv(v):
 
 
 class Signer:
-    """A signer: sig_type, sig_len and key_name (a Name, or None) set by the subclass,
-    which hashes with _begin() -> hash object and _end(hash) -> signature bytes."""
+    """A signer: DigestSha256 itself (DigestSigner), and the base of the others, which set
+    sig_type, sig_len and key_name and hash with _begin() -> hash object and _end(hash) ->
+    signature bytes (HmacSigner). One class, not a base and a subclass: each class is heap
+    on a board, which signs with DigestSha256 (its one DIGEST) or HMAC."""
+
+    def __init__(self):
+        self.sig_type = DIGEST_SHA256
+        self.sig_len = 32
+        self.key_name = None
+
+    def _begin(self):
+        return sha256()
+
+    def _end(self, h):
+        return h.digest()
 
     def _info_len(self, sig_nonce, sig_time_ms, sig_seq):
         n = 3
@@ -92,21 +105,8 @@ class Signer:
         return self._end(h)
 
 
-# DigestSha256: the signature is the SHA-256 of the signed portion.
-class DigestSigner(Signer):
-
-    def __init__(self):
-        self.sig_type = DIGEST_SHA256
-        self.sig_len = 32
-        self.key_name = None
-
-    def _begin(self):
-        return sha256()
-
-    def _end(self, h):
-        return h.digest()
-
-
+# DigestSha256: the signature is the SHA-256 of the signed portion (Signer's own).
+DigestSigner = Signer
 DIGEST = DigestSigner()  # one is enough: it holds no state
 # Parse a (Interest)SignatureInfo value buf[p:e] with the TLVReader q into
 # obj.sig_type, sig_key_name, sig_nonce, sig_time_ms, sig_seq. strict=False skips
