@@ -3,9 +3,10 @@
 # signature over Name..SignatureInfo), decoded into memoryviews. data.py is the whole API:
 # this and what a board seldom or never calls (encode_data and its conveniences,
 # verify_data), which would be heap on every board.
-from . import namewire, tlv
+from . import tlv
 from .compat import const
 from .errors import DecodeError, EncodeError
+from .namewire import comp_end, name_len, put_name, walk
 from .signature import DIGEST, parse_info
 
 DATA = const(0x06)  # the packet's TLV type
@@ -60,7 +61,7 @@ def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         m += tlv.nonneg_tlv_size(_FRESHNESS, fresh)
     if fbi is not None:
         m += tlv.tl_size(_FINAL_BLOCK_ID, len(fbi))
-    nl = namewire.name_len(name, n2, n3, n4)
+    nl = name_len(name, n2, n3, n4)
     vl = tlv.tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
     if m:
         vl += tlv.tl_size(_META_INFO, m)
@@ -74,7 +75,7 @@ def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
     p = off + tlv.write_tl(buf, off, DATA, vl)
     s0 = p
     p += tlv.write_tl(buf, p, _NAME, nl)
-    p = namewire.put_name(buf, p, name, n2, n3, n4)
+    p = put_name(buf, p, name, n2, n3, n4)
     if m:
         p += tlv.write_tl(buf, p, _META_INFO, m)
         if ct is not None:
@@ -110,7 +111,7 @@ def decode_data(buf, into=None):
         if rank == 0:
             if t != _NAME:
                 raise DecodeError("bad Data")
-            namewire.walk(buf, vs, ve, False)
+            walk(buf, vs, ve, False)
             d.name = mv[vs:ve]
             rank = 1
             continue
@@ -145,7 +146,7 @@ def _parse_meta_info(d, buf, mv, vs, ve):
         elif t == _FRESHNESS and d.freshness_ms is None:
             d.freshness_ms = q.nonneg()
         elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
-            if q.vend == q.vstart or namewire.comp_end(buf, q.vstart, q.vend) != q.vend:
+            if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
                 raise DecodeError("bad name component")
             d.final_block_id = mv[q.vstart : q.vend]
         elif tlv.is_critical(t):
