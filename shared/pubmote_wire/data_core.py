@@ -3,11 +3,19 @@
 # signature over Name..SignatureInfo), decoded into memoryviews. data.py is the whole API:
 # this and what a board seldom or never calls (encode_data and its conveniences,
 # verify_data), which would be heap on every board.
-from . import tlv
 from .compat import const
 from .errors import DecodeError, EncodeError
 from .namewire import comp_end, name_len, put_name, walk
 from .signature import DIGEST, parse_info
+from .tlv import (
+    TLVReader,
+    is_critical,
+    nonneg_tlv_size,
+    tl_size,
+    write_nonneg_tlv,
+    write_tl,
+    write_tlv,
+)
 
 DATA = const(0x06)  # the packet's TLV type
 _NAME = const(0x07)
@@ -37,8 +45,8 @@ class Data:
 
     def __init__(self):
         _clear(self)
-        self.reader = tlv.TLVReader(b"")
-        self.reader2 = tlv.TLVReader(b"")
+        self.reader = TLVReader(b"")
+        self.reader2 = TLVReader(b"")
 
     # [(start, end)] of the input the signature covers (Name through SignatureInfo).
     @property
@@ -56,38 +64,38 @@ def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         signer = DIGEST
     m = 0
     if ct is not None:
-        m += tlv.nonneg_tlv_size(_CONTENT_TYPE, ct)
+        m += nonneg_tlv_size(_CONTENT_TYPE, ct)
     if fresh is not None:
-        m += tlv.nonneg_tlv_size(_FRESHNESS, fresh)
+        m += nonneg_tlv_size(_FRESHNESS, fresh)
     if fbi is not None:
-        m += tlv.tl_size(_FINAL_BLOCK_ID, len(fbi))
+        m += tl_size(_FINAL_BLOCK_ID, len(fbi))
     nl = name_len(name, n2, n3, n4)
-    vl = tlv.tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
+    vl = tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
     if m:
-        vl += tlv.tl_size(_META_INFO, m)
+        vl += tl_size(_META_INFO, m)
     if content is not None:
-        vl += tlv.tl_size(_CONTENT, len(content))
-    total = tlv.tl_size(DATA, vl)
+        vl += tl_size(_CONTENT, len(content))
+    total = tl_size(DATA, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + tlv.write_tl(buf, off, DATA, vl)
+    p = off + write_tl(buf, off, DATA, vl)
     s0 = p
-    p += tlv.write_tl(buf, p, _NAME, nl)
+    p += write_tl(buf, p, _NAME, nl)
     p = put_name(buf, p, name, n2, n3, n4)
     if m:
-        p += tlv.write_tl(buf, p, _META_INFO, m)
+        p += write_tl(buf, p, _META_INFO, m)
         if ct is not None:
-            p += tlv.write_nonneg_tlv(buf, p, _CONTENT_TYPE, ct)
+            p += write_nonneg_tlv(buf, p, _CONTENT_TYPE, ct)
         if fresh is not None:
-            p += tlv.write_nonneg_tlv(buf, p, _FRESHNESS, fresh)
+            p += write_nonneg_tlv(buf, p, _FRESHNESS, fresh)
         if fbi is not None:
-            p += tlv.write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
+            p += write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
     if content is not None:
-        p += tlv.write_tlv(buf, p, _CONTENT, content)
+        p += write_tlv(buf, p, _CONTENT, content)
     p += signer.write_info(buf, p, _SIG_INFO)
-    p += tlv.write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
+    p += write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
     return p - off
 
 
@@ -117,7 +125,7 @@ def decode_data(buf, into=None):
             continue
         k = t - 0x12 if 0x14 <= t <= 0x17 else 0  # MetaInfo 2 .. SignatureValue 5
         if k <= rank:  # unknown, repeated or out of order
-            if tlv.is_critical(t):
+            if is_critical(t):
                 raise DecodeError("unknown critical TLV")
             continue
         rank = k
@@ -149,5 +157,5 @@ def _parse_meta_info(d, buf, mv, vs, ve):
             if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
                 raise DecodeError("bad name component")
             d.final_block_id = mv[q.vstart : q.vend]
-        elif tlv.is_critical(t):
+        elif is_critical(t):
             raise DecodeError("unknown critical TLV")
