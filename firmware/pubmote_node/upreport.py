@@ -3,8 +3,7 @@
 # board's last error line). Loaded only to send one.
 import asyncio
 
-from pubmote_wire import interest_core as interest
-from pubmote_wire import name
+from pubmote_wire import interest, name
 
 
 def update_name(node, ver, *parts):

@@ -5,8 +5,8 @@ HMAC_SHA256: int
 class Signer:
     sig_type: int
     sig_len: int
-    def __init__(self) -> None: ...
 
-DigestSigner = Signer
+class DigestSigner(Signer):
+    def __init__(self) -> None: ...
 
 DIGEST: DigestSigner
