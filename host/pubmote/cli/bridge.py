@@ -70,7 +70,7 @@ def _bridge(args: argparse.Namespace) -> int:
     level = logging.WARNING if view else (logging.DEBUG if args.verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     every = cfg["status_every"] or (10.0 if args.verbose else 60.0)
-    return run_until_interrupted(_run_bridge(cfg, view, every))
+    return run_until_interrupted(lambda: _run_bridge(cfg, view, every))
 
 
 async def _status_lines(bridge: Any, every_s: float) -> None:

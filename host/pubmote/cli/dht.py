@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from pubmote.cli import file_kinds, kinds
+from pubmote.cli.common import run_async
 from pubmote.cli.kinds import arg
 from pubmote.core.addresses import parse_hostport
 
@@ -161,7 +162,7 @@ class NoAnswer(Exception):
 
 def _wrap(args: argparse.Namespace, coro: Any) -> int:
     try:
-        code: int = asyncio.run(coro(args))
+        code: int = run_async(lambda: coro(args))
     except NoAnswer as e:
         print("pubmote dht: %s" % e, file=sys.stderr)
         return 1

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from pubmote.cli import file_kinds, kinds
-from pubmote.cli.common import EXIT_SIGINT
+from pubmote.cli.common import EXIT_SIGINT, run_async
 from pubmote.cli.kinds import arg
 from pubmote.gateway.mesh.keyfile import default_key_file
 
@@ -129,7 +129,7 @@ def _run_ping(args: argparse.Namespace) -> int:
         return 0
 
     try:
-        return asyncio.run(go())
+        return run_async(go)
     except ValueError as e:
         print("pubmote mesh ping: %s" % e, file=sys.stderr)
         return 2
@@ -168,7 +168,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         return EXIT_SIGINT if got[:1] == [signal.SIGINT] else 0
 
     try:
-        return asyncio.run(go())
+        return run_async(go)
     except (ValueError, OSError) as e:
         print("pubmote mesh serve: %s" % e, file=sys.stderr)
         return 1

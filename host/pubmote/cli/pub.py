@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from pubmote.cli import kinds
+from pubmote.cli.common import run_async
 from pubmote.cli.kinds import arg
 
 DEFAULT_URL = "tcp://127.0.0.1:5561"
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         print("pubmote pub: %s" % e, file=sys.stderr)
         return 2
     try:
-        return asyncio.run(_pub(args, body))
+        return run_async(lambda: _pub(args, body))
     except ValueError as e:  # the URL (DecodeError, a ValueError, is caught below first)
         if isinstance(e, DecodeError):
             print("pubmote pub: %s is not an SP endpoint (%s)" % (args.url, e), file=sys.stderr)

@@ -76,4 +76,4 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print("pubmote sim: %s" % e, file=sys.stderr)
         return 2
-    return run_until_interrupted(_sim(args))
+    return run_until_interrupted(lambda: _sim(args))

@@ -37,4 +37,4 @@ async def _simdev(args: argparse.Namespace) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    return run_until_interrupted(_simdev(args))
+    return run_until_interrupted(lambda: _simdev(args))

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from pubmote.cli import kinds
+from pubmote.cli.common import run_async
 from pubmote.cli.kinds import arg
 
 EPILOG = """\
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from pubmote_wire.errors import DecodeError
 
     try:
-        return asyncio.run(_sub(args))
+        return run_async(lambda: _sub(args))
     except ValueError as e:  # the URL
         print("pubmote sub: %s: %s" % (args.url, e), file=sys.stderr)
         return 2

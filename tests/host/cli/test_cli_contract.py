@@ -515,6 +515,7 @@ def _forbid_long_work(monkeypatch: pytest.MonkeyPatch) -> None:
     import pubmote.pipeline.session
 
     monkeypatch.setattr(asyncio, "run", long_work("an event loop"))
+    monkeypatch.setattr(asyncio, "Runner", long_work("an event loop"))  # cli.common.run_async
     monkeypatch.setattr(subprocess.Popen, "__init__", long_work("a child process"))
     monkeypatch.setattr(pubmote.boards.fwbuild, "build", long_work("the firmware build"))
     monkeypatch.setattr(pubmote.boards.deploy, "deploy", long_work("the deploy"))
