@@ -1,6 +1,7 @@
 """The processes below a PID, from /proc (Linux): what a test, a bench or the pipeline
 started, and what those started in turn (a Spark driver's JVM, a worker's executors); and
-starting one that an interrupt cannot orphan."""
+a Ctrl-C held back while something must not be cut in half (a child's start, an event
+loop's making)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,8 @@ def interrupt_after() -> Iterator[None]:
     """Holds a Ctrl-C (SIGINT) back until the block has run, then raises it as usual.
     Around the start of a child in a session of its own: an interrupt arriving while
     subprocess.Popen waits for the exec would leave the child running with no Popen to end
-    it (seen: a firmware build's make and its compiler outliving a Ctrl-C)."""
+    it (seen: a firmware build's make and its compiler outliving a Ctrl-C). Around the
+    making of an event loop (cli.common.run_async): a half-made one cannot be closed."""
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only
         return

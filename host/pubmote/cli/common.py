@@ -53,7 +53,7 @@ def run_until_interrupted(main: Callable[[], Coroutine[Any, Any, Any]]) -> int:
     """Run main(); SIGINT and SIGTERM both cancel it once, so every `finally` runs (for the
     bridge: its orderly stop, bridge.Bridge.stop). A second signal while it stops is
     ignored, so it cannot cut that stop short (it is bounded in time). Exit status: 0
-    when coro ends or after SIGTERM, 130 after SIGINT, 1 for an OSError/ValueError."""
+    when main() ends or after SIGTERM, 130 after SIGINT, 1 for an OSError/ValueError."""
     got: list[int] = []
 
     async def runner() -> None:
