@@ -31,8 +31,9 @@ ENV = "PUBMOTE_SPARK_ARCHIVE"
 # the JVM's notes on classes it cannot archive (signed jars, old class files) are not
 # the user's business, nor its note when it ignores an archive that no longer matches
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-# seconds the JVM may take to write the archive as it exits (about 10 s measured)
-SAVE_TIMEOUT_S = 120.0
+# seconds the JVM may take to write the archive as it exits: about 10 s measured on a quiet
+# machine, many times that on 2 cores other work keeps busy (then it is given up, no harm)
+SAVE_TIMEOUT_S = 300.0
 
 # (where this process's JVM writes the archive as it exits, where it goes then), while it does
 _saving: list[tuple[Path, Path]] = []
