@@ -121,6 +121,15 @@ class Clock:
             return None
         return ticks_add(self._ticks, d)
 
+    def uncertainty(self, stamp):
+        """How far (ms) the time of stamp may be off: half the kept sample's round trip,
+        grown by the drift since (or until) it; None when not synced."""
+        if not self.synced:
+            return None
+        self._move_on()
+        age = ticks_diff(stamp, self._ticks)
+        return self._unc + (age if age > 0 else -age) // _DRIFT
+
     def ms(self, stamp):
         """The time of stamp in ms since 1970 (an int; a long int on a 32-bit board), or
         None when not synced."""

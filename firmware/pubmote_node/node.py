@@ -129,6 +129,11 @@ class Node:
         1970, or None until the board has registered once (a long int on a 32-bit board)."""
         return self.session.clock.ms(ticks_ms())
 
+    def time_uncertainty_ms(self):
+        """How far time_ms() may be off (ms): half the round trip of the registration it
+        was taken from, plus the ticks' drift since; None until the board has registered."""
+        return self.session.clock.uncertainty(ticks_ms())
+
     async def _publish_now(self, topic, payload, stamp):
         # stamp: ticks_ms() when the app published it, its taken-time once read by the clock
         # (None: not known, which a timed batch cannot say; the notify then carries none)
@@ -252,6 +257,7 @@ class Node:
         s["pending"] = len(self.exchange.pending)
         s["sub_dropped"] = sum(x.dropped for x in self._subs)
         s["frames_bad"] = self.port.frames_bad()
+        s["clock_unc_ms"] = self.time_uncertainty_ms()
         wifi = self.session.wifi
         if wifi is not None:
             s.update(wifi.stats())

@@ -26,7 +26,17 @@ def _ms(c: Clock, stamp: int) -> int | None:
 
 def test_unsynced_clock_says_so() -> None:
     c = Clock()
-    assert not c.synced and _ms(c, 123) is None
+    assert not c.synced and _ms(c, 123) is None and c.uncertainty(123) is None
+
+
+def test_uncertainty_is_half_the_round_trip_grown_by_drift() -> None:
+    c = Clock()
+    c.sync(GW, 1000, 1040)
+    assert c.uncertainty(1020) == 21  # 40 ms round trip: 20 either way, rounded up
+    assert c.uncertainty(1020 + 100_000) == 31  # 100 ppm over 100 s
+    assert c.uncertainty(1020 - 100_000) == 31  # a stamp before the sync drifts as far
+    c.sync(GW + 5000, 6000, 6010)  # a surer sample replaces it
+    assert c.uncertainty(6005) == 6
 
 
 def test_midpoint_and_stamps_before_and_after() -> None:
