@@ -296,7 +296,10 @@ def relayed_unheard(journal: Path, topic: str, *, after_ms: float) -> set[int]:
     delivered: set[float] = set()
     for f in sorted(journal.glob("*.jsonl*")):  # with an in-progress .part
         for line in f.read_text().splitlines():
-            rec = json.loads(line)
+            try:
+                rec = json.loads(line)
+            except ValueError:  # the killed bridge's torn last line
+                continue
             if rec.get("topic") != topic or rec["t_bridge"] < after_ms:
                 continue
             if rec["egress"] is None:
