@@ -101,8 +101,8 @@ class Board:
 # SP-TCP codec never: only its SubFilter); no demo app: a board runs one app, and the demo
 # is an app like the bench's
 # Each wire module is imported on its own (in dependency order) for the per-module rows.
-WIRE = ("errors", "compat", "tlv", "namewire", "rand", "signature", "interest", "data",
-        "notify", "name", "cbor", "framing", "subfilter")
+WIRE = ("errors", "compat", "tlv", "namewire", "signature", "interest_core", "data_core",
+        "notify_core", "name", "cbor", "framing", "subfilter")
 PROBE = b"""import gc
 from pubmote_node import flashfs, forget
 flashfs.remount()

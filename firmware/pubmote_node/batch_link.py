@@ -9,8 +9,7 @@
 import asyncio
 
 from pubmote_wire import batch, name
-from pubmote_wire.compat import const
-from pubmote_wire.rand import urandom
+from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_diff, ticks_ms  # the port's, or CPython's stand-ins
 

@@ -8,7 +8,8 @@
 # heap on a board, frozen or not.)
 import asyncio
 
-from pubmote_wire import framing, interest, tlv
+from pubmote_wire import framing, tlv
+from pubmote_wire import interest_core as interest
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 
@@ -253,9 +254,9 @@ def _interest_name(buf, n):
 
 
 def _decode_data(pkt):
-    from pubmote_wire import data
+    from pubmote_wire.data_core import decode_data
 
-    return data.decode_data(pkt)
+    return decode_data(pkt)
 
 
 def _lp_parts(pkt):

@@ -6,10 +6,11 @@
 # (what the app receives) and subscriber.py (the notify subscriber that fetches it).
 import asyncio
 
-from pubmote_wire import control, interest, name, notify
-from pubmote_wire.compat import const
-from pubmote_wire.errors import DecodeError
-from pubmote_wire.rand import urandom
+from pubmote_wire import control_core as control
+from pubmote_wire import interest_core as interest
+from pubmote_wire import name
+from pubmote_wire import notify_core as notify
+from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_ms
 from .face import MAX_PACKET, Exchange, Port
@@ -317,6 +318,8 @@ class Node:
                 if content is not None:
                     asyncio.create_task(self.port.send_quiet(_encode_data(nm, as_bytes(content))))
                 return
+        from pubmote_wire.errors import DecodeError  # here, not a module global: heap
+
         try:
             topic, publisher, nonce, _, _ = notify.parse_notify_interest(pkt)
         except DecodeError:

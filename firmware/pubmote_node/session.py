@@ -33,7 +33,7 @@ class Session:
     sleeping = None
 
     def __init__(self, node, on_packet, served, signer, key, wlan):
-        from pubmote_wire.rand import urandom
+        from pubmote_wire.compat import urandom
 
         self._node = node
         self._on_packet = on_packet
@@ -124,9 +124,10 @@ class Session:
         sleeps that long once answered (sleep.py), else None."""
         # its imports here, not as module globals (each a board's heap): it runs once every
         # few seconds
-        from pubmote_wire import control, name
+        from pubmote_wire import control_core as control
+        from pubmote_wire import name
+        from pubmote_wire.compat import urandom
         from pubmote_wire.errors import DecodeError
-        from pubmote_wire.rand import urandom
 
         node = self._node
         key = self._key

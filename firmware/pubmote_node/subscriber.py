@@ -6,7 +6,9 @@
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
 import asyncio
 
-from pubmote_wire import control, name, notify
+from pubmote_wire import control_core as control
+from pubmote_wire import name
+from pubmote_wire import notify_core as notify
 from pubmote_wire.compat import const
 
 

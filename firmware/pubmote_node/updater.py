@@ -209,7 +209,7 @@ async def _ask(node, nm, s, ev):
     # one Interest for a segment; s[0] its Data if it came whole (its DigestSha256), s[1]
     # set when it is over either way. The window's last segment waits behind the others on
     # a slow link (4 x 0.9 kB: 0.3 s at 115200 baud, more while the board writes its flash)
-    from pubmote_wire import interest
+    from pubmote_wire import interest_core as interest
     from pubmote_wire.data import verify_data
 
     ex = node.exchange

@@ -3,7 +3,8 @@
 # board's last error line). Loaded only to send one.
 import asyncio
 
-from pubmote_wire import interest, name
+from pubmote_wire import interest_core as interest
+from pubmote_wire import name
 
 
 def update_name(node, ver, *parts):

@@ -17,7 +17,7 @@ from .compat import const
 from .errors import DecodeError, EncodeError
 
 MAX_DEPTH = const(16)
-_MAX_U64 = 0xFFFFFFFFFFFFFFFF
+_MAX_U64 = const(0xFFFFFFFFFFFFFFFF)
 
 
 def _head_size(arg):
@@ -249,8 +249,7 @@ def _ieee(bits, exp_bits, mant_bits):
     return -v if bits >> (exp_bits + mant_bits) else v
 
 
-_NAN = float("nan")
-_SIMPLE = (False, True, None)
+_SIMPLE = const((False, True, None))
 
 
 def _nan64(buf, p):
@@ -302,9 +301,10 @@ def _check_utf8(b):
 
 
 try:
-    import sys as _sys
+    import sys
 
-    _STRICT_DECODE = _sys.implementation.name != "micropython"
+    _STRICT_DECODE = sys.implementation.name != "micropython"
+    del sys  # no module global for it: each is heap on a board
 except (ImportError, AttributeError):  # pragma: no cover
     _STRICT_DECODE = False
 
@@ -393,7 +393,7 @@ def _dec_float(buf, p, ai):
     if (buf[p] & 0x7F) == 0x7F and buf[p + 1] >= 0xF0 and _nan64(buf, p):
         # by hand: the RP2040's double-to-float conversion turns a NaN into
         # infinity (found on the rp2 port)
-        return _NAN, 9
+        return float("nan"), 9
     return struct.unpack(">d", bytes(buf[p : p + 8]))[0], 9
 
 

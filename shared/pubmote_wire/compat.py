@@ -1,4 +1,5 @@
-# Tiny shims so one source runs on CPython and MicroPython.
+# Tiny shims so one source runs on CPython and MicroPython: const, sha256 and urandom (in
+# one module: each module is heap on a board).
 try:
     from micropython import const
 except ImportError:  # CPython
@@ -14,3 +15,12 @@ try:
 except ImportError:  # pragma: no cover - every supported runtime has it
     sha256 = None
 
+
+# Random bytes on every runtime: os.urandom where the port has it, else random.
+try:
+    from os import urandom
+except ImportError:  # MicroPython ports without os.urandom (the WebAssembly build)
+    from random import getrandbits
+
+    def urandom(n):
+        return bytes(getrandbits(8) for _ in range(n))

@@ -9,8 +9,9 @@ from .compat import const, sha256
 from .data import DATA, decode_data
 from .errors import DecodeError
 from .interest import INTEREST, decode_interest
-from .signature import DIGEST_SHA256, HMAC_SHA256, equal
+from .signature import DIGEST_SHA256, HMAC_SHA256
 from .tlv import TLVReader, read_nonneg
+from .verify import equal
 
 _NAMES = {
     0x05: "Interest", 0x06: "Data", 0x07: "Name", 0x21: "CanBePrefix", 0x12: "MustBeFresh",

@@ -1,7 +1,7 @@
 # NDN signatures the codec can make itself: the signature types, (Interest)SignatureInfo
-# written and parsed, the signers' base and DigestSha256. HmacSigner (hmac256.py) and the
-# checking of signatures (verify.py) are loaded only where they are used. Every hash is fed
-# region by region from a memoryview so signing copies nothing.
+# written and parsed, and the signers' base, which is DigestSha256 itself. HmacSigner
+# (hmac256.py) and the checking of signatures (verify.py) are loaded only where they are
+# used. Every hash is fed region by region from a memoryview so signing copies nothing.
 from .compat import const, sha256
 from .errors import DecodeError
 from .namewire import walk
@@ -31,24 +31,27 @@ _SIG_TIME = const(0x28)
 _SIG_SEQ = const(0x2A)
 
 
-# Compare all bytes whatever the first difference (timing-safe enough for HMAC).
-def equal(a, b):
-    if len(a) != len(b):
-        return False
-    r = 0
-    for i in range(len(a)):
-        r |= a[i] ^ b[i]
-    return r == 0
-
-
 def _nonce_tlv(v):
     # SignatureNonce is raw bytes per the spec; an int is written as python-ndn does (uint).
     return nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tl_size(_SIG_NONCE, len(v))
 
 
 class Signer:
-    """A signer: sig_type, sig_len and key_name (a Name, or None) set by the subclass,
-    which hashes with _begin() -> hash object and _end(hash) -> signature bytes."""
+    """A signer: DigestSha256 itself (DigestSigner), and the base of the others, which set
+    sig_type, sig_len and key_name and hash with _begin() -> hash object and _end(hash) ->
+    signature bytes (HmacSigner). One class, not a base and a subclass: each class is heap
+    on a board, which signs with DigestSha256 (its one DIGEST) or HMAC."""
+
+    def __init__(self):
+        self.sig_type = DIGEST_SHA256
+        self.sig_len = 32
+        self.key_name = None
+
+    def _begin(self):
+        return sha256()
+
+    def _end(self, h):
+        return h.digest()
 
     def _info_len(self, sig_nonce, sig_time_ms, sig_seq):
         n = 3
@@ -102,21 +105,8 @@ class Signer:
         return self._end(h)
 
 
-# DigestSha256: the signature is the SHA-256 of the signed portion.
-class DigestSigner(Signer):
-
-    def __init__(self):
-        self.sig_type = DIGEST_SHA256
-        self.sig_len = 32
-        self.key_name = None
-
-    def _begin(self):
-        return sha256()
-
-    def _end(self, h):
-        return h.digest()
-
-
+# DigestSha256: the signature is the SHA-256 of the signed portion (Signer's own).
+DigestSigner = Signer
 DIGEST = DigestSigner()  # one is enough: it holds no state
 # Parse a (Interest)SignatureInfo value buf[p:e] with the TLVReader q into
 # obj.sig_type, sig_key_name, sig_nonce, sig_time_ms, sig_seq. strict=False skips

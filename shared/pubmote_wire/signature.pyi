@@ -5,8 +5,8 @@ HMAC_SHA256: int
 class Signer:
     sig_type: int
     sig_len: int
-
-class DigestSigner(Signer):
     def __init__(self) -> None: ...
+
+DigestSigner = Signer
 
 DIGEST: DigestSigner

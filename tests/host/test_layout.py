@@ -91,10 +91,10 @@ def test_the_walk_sees_every_layer_and_real_imports() -> None:
     assert "pubmote.core.forwarder" in g["pubmote.core.hub"]
     assert "pubmote.dht.bencode" in g["pubmote.dht.krpc"]
     assert "pubmote.gateway.bridge" in g["pubmote.cli.bridge"]
-    assert "pubmote_wire.data" in g["pubmote_wire.notify"]
-    assert "pubmote_wire.tlv" in g["pubmote_wire.interest"]
+    assert "pubmote_wire.data_core" in g["pubmote_wire.notify_core"]
+    assert "pubmote_wire.tlv" in g["pubmote_wire.interest_core"]
     assert "pubmote_node.face" in g["pubmote_node.node"]
-    assert "pubmote_wire.interest" in g["pubmote_node.face"]
+    assert "pubmote_wire.interest_core" in g["pubmote_node.face"]
 
 
 def test_the_codec_and_the_node_stand_alone() -> None:

@@ -4,7 +4,7 @@ from pubmote_wire import signature as sig
 from pubmote_wire.compat import sha256
 from pubmote_wire.errors import DecodeError
 from pubmote_wire.tlv import TLVReader
-from pubmote_wire.verify import verify
+from pubmote_wire.verify import equal, verify
 from runner import hexs, raises, unhex
 
 _AA = b"\xaa" * 131
@@ -59,9 +59,9 @@ def test_constants():
 
 
 def test_equal():
-    assert sig.equal(b"abc", b"abc")
-    assert not sig.equal(b"abc", b"abd")
-    assert not sig.equal(b"abc", b"ab")
+    assert equal(b"abc", b"abc")
+    assert not equal(b"abc", b"abd")
+    assert not equal(b"abc", b"ab")
 
 
 # (signer, interest, nonce, time, seq, expected SignatureInfo hex)
