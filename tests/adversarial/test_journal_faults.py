@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from scenarios import journal as journal_scenarios
-from scenarios.journal import SEQ, TimedCollector, files_records, relayed_seqs, with_board
+from scenarios.journal import SEQ, TimedCollector, relayed_seqs, with_board
 
-from e2e import wait_until
+from e2e import journal_records, wait_until
 from pubmote.core import journal
 from pubmote.core.journal import Journal
 
@@ -116,7 +116,7 @@ def test_journal_holds_and_writes_back_in_order(tmp_path: Path, monkeypatch: pyt
     s = j.status()
     assert not s["failing"] and s["backlog_records"] == 0 and s["records_lost"] == 0, s
     j.close()
-    assert [r["n"] for r in files_records(tmp_path)] == list(range(n))
+    assert [r["n"] for r in journal_records(tmp_path)] == list(range(n))
     assert not list(tmp_path.glob(".journal-*")), "a file left in progress"
     assert j.counters["records"] == n
     assert j.counters["write_errors"] == sum(fault.raised.values())
@@ -142,7 +142,7 @@ def test_backlog_is_bounded_and_its_drops_counted(tmp_path: Path,
     fault2.clear()
     j.close()
     # the newest 50 were kept, and written in order
-    assert [r["n"] for r in files_records(tmp_path)] == list(range(150, 200))
+    assert [r["n"] for r in journal_records(tmp_path)] == list(range(150, 200))
 
 
 def test_a_fault_at_the_stop_is_counted_and_its_file_recovered(
@@ -163,7 +163,7 @@ def test_a_fault_at_the_stop_is_counted_and_its_file_recovered(
     write.clear()
     j2 = Journal(tmp_path)
     j2.open()  # the next start puts it in place
-    assert [r["n"] for r in files_records(tmp_path)] == list(range(5))
+    assert [r["n"] for r in journal_records(tmp_path)] == list(range(5))
 
 
 def test_removed_folder_is_made_again_and_its_open_file_rewritten(tmp_path: Path) -> None:
@@ -178,14 +178,14 @@ def test_removed_folder_is_made_again_and_its_open_file_rewritten(tmp_path: Path
             n += 1
         if when == "between files":
             j.rotate()
-        consumed += files_records(d)  # a reader takes the finished files, then
+        consumed += journal_records(d)  # a reader takes the finished files, then
         shutil.rmtree(d)               # the whole folder is removed
         for _ in range(5):
             j.record({"n": n})  # still written (to a removed file, or a folder made again)
             n += 1
         j.tick()
     j.close()
-    assert [r["n"] for r in consumed + files_records(d)] == list(range(n))
+    assert [r["n"] for r in consumed + journal_records(d)] == list(range(n))
     s = j.status()
     assert s["records_lost"] == 0 and s["errors"] == {"ENOENT": 3}, s
     # the records of the two files open when their folder went (35 and 40), written again
@@ -207,7 +207,7 @@ def test_a_folder_it_cannot_make_at_start_is_a_fault_until_it_can(tmp_path: Path
     j.tick()
     assert not j.status()["failing"] and j.status()["backlog_records"] == 0
     j.close()
-    assert [r["n"] for r in files_records(d)] == [0, 1, 2]
+    assert [r["n"] for r in journal_records(d)] == [0, 1, 2]
 
 
 # -- a bridge with a simulated board: the relay goes on, the journal catches up
@@ -237,7 +237,7 @@ def test_bridge_relays_through_every_journal_fault(tmp_path: Path,
         return {"raised": dict(fault.raised)}
 
     r = asyncio.run(with_board(tmp_path, jdir, damage, **_journal_op_config(op)))
-    _check(r, relayed_seqs(files_records(jdir)))
+    _check(r, relayed_seqs(journal_records(jdir)))
     assert r["status"]["errors"] == r["raised"], r  # every failure counted, by errno
     assert set(r["raised"]) == {errno.errorcode[e] for e in ERRNOS}
 

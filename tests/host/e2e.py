@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import random
 import shutil
@@ -138,6 +139,15 @@ class TimedLines:
     def close(self) -> None:
         self.task.cancel()
         self.sock.close()
+
+
+def journal_records(d: Path) -> list[dict[str, Any]]:
+    """Every record of a bridge's journal folder d, file by file (the finished files:
+    a bridge renames its in-progress one into place as it stops)."""
+    out: list[dict[str, Any]] = []
+    for f in sorted(d.glob("journal-*.jsonl")):
+        out.extend(json.loads(line) for line in f.read_text().splitlines())
+    return out
 
 
 class Collector:

@@ -28,6 +28,7 @@ from e2e import (
     boards_registered,
     bridge_with_boards,
     free_port,
+    journal_records,
     probe_report,
     wait_until,
 )
@@ -294,18 +295,13 @@ def relayed_unheard(journal: Path, topic: str, *, after_ms: float) -> set[int]:
     before it delivered any of them to an SP subscriber: while none was connected yet."""
     relayed: dict[float, int] = {}
     delivered: set[float] = set()
-    for f in sorted(journal.glob("*.jsonl*")):  # with an in-progress .part
-        for line in f.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:  # the killed bridge's torn last line
-                continue
-            if rec.get("topic") != topic or rec["t_bridge"] < after_ms:
-                continue
-            if rec["egress"] is None:
-                relayed[rec["t_bridge"]] = int(bytes.fromhex(rec["payload"]))
-            elif rec["egress"].startswith("sp:") and rec["outcome"] == "delivered":
-                delivered.add(rec["t_bridge"])
+    for rec in journal_records(journal):
+        if rec.get("topic") != topic or rec["t_bridge"] < after_ms:
+            continue
+        if rec["egress"] is None:
+            relayed[rec["t_bridge"]] = int(bytes.fromhex(rec["payload"]).split(b"|")[0])
+        elif rec["egress"].startswith("sp:") and rec["outcome"] == "delivered":
+            delivered.add(rec["t_bridge"])
     first = min(delivered, default=float("inf"))
     return {seq for t, seq in relayed.items() if t < first and t not in delivered}
 

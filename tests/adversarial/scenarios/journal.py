@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
 import shutil
 import subprocess
 import time
@@ -19,7 +18,14 @@ from typing import Any
 import pynng
 from measure import Bound, Measure
 
-from e2e import Collector, boards_registered, bridge_with_boards, free_port, wait_until
+from e2e import (
+    Collector,
+    boards_registered,
+    bridge_with_boards,
+    free_port,
+    journal_records,
+    wait_until,
+)
 from faults import _acked_arrive, sim_fleet
 
 SEQ = b"/test/sim1/seq|"
@@ -41,13 +47,6 @@ class TimedCollector(Collector):
     def max_pause_s(self, since: float) -> float:
         t = [x for x in self.times if x >= since]
         return max((b - a for a, b in itertools.pairwise(t)), default=0.0)
-
-
-def files_records(d: Path) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for f in sorted(d.glob("journal-*.jsonl")):
-        out.extend(json.loads(line) for line in f.read_text().splitlines())
-    return out
 
 
 def relayed_seqs(recs: list[dict[str, Any]]) -> list[int]:
@@ -105,7 +104,7 @@ async def journal_removed(tmp: Path, scale: float = 1) -> dict[str, Any]:
         for k in range(removals):
             await asyncio.sleep(0.3 * (k % 3))  # at different points of a file's life
             before = j.status()["errors"].get("ENOENT", 0)
-            consumed.extend(files_records(jdir))  # a reader takes the finished files,
+            consumed.extend(journal_records(jdir))  # a reader takes the finished files,
             shutil.rmtree(jdir)  # then the folder goes (nothing runs in between)
 
             def noticed(b: int = before) -> bool:
@@ -117,7 +116,7 @@ async def journal_removed(tmp: Path, scale: float = 1) -> dict[str, Any]:
         return {"removals": removals, "salvaged": j.counters["salvaged"]}
 
     r = await with_board(tmp, jdir, damage, journal_max_bytes=1 << 20)
-    r["journaled"] = relayed_seqs(consumed + files_records(jdir))
+    r["journaled"] = relayed_seqs(consumed + journal_records(jdir))
     return r
 
 
@@ -162,7 +161,7 @@ async def journal_full(tmp: Path, scale: float = 1, what: str = "space") -> dict
                 n = len(col.lines)
                 await col.wait_for(SEQ, n + 25)
                 held.append(j.status()["backlog_records"])
-                consumed.extend(files_records(jdir))  # a reader takes the finished files
+                consumed.extend(journal_records(jdir))  # a reader takes the finished files
                 for f in jdir.glob("journal-*.jsonl"):
                     f.unlink()
                 await wait_until(lambda: not j.status()["failing"], 30,
@@ -170,5 +169,5 @@ async def journal_full(tmp: Path, scale: float = 1, what: str = "space") -> dict
             return {"fills": fills, "held_while_full": min(held)}
 
         r = await with_board(tmp, jdir, damage, journal_max_bytes=6000)
-        r["journaled"] = relayed_seqs(consumed + files_records(jdir))
+        r["journaled"] = relayed_seqs(consumed + journal_records(jdir))
     return r

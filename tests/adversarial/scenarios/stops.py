@@ -19,25 +19,16 @@ import pynng
 from measure import Bound, Measure
 
 import faults
-from e2e import APPS, free_port
+from e2e import APPS, free_port, journal_records
 from pubmote.gateway.config import load_config
 from pubmote_wire import sp
 
 from .common import scaled
+from .journal import relayed_seqs
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
 PREFIX = b"/test/sim1/seq|"
 CONFIG = "sp_buffer_bytes = 65536\n"  # the unread subscriber's buffer fills soon
-
-
-def _journal_seqs(jdir: Path) -> list[int]:
-    out = []
-    for f in sorted(jdir.glob("journal-*.jsonl")):
-        for line in f.read_text().splitlines():
-            r = json.loads(line)
-            if r["outcome"] == "relayed" and r["topic"] == "/test/sim1/seq":
-                out.append(int(bytes.fromhex(r["payload"]).split(b"|")[0]))
-    return out
 
 
 def _one_stop(tmp: Path, sig: int, past_buffers: int) -> dict[str, Any]:
@@ -122,7 +113,7 @@ def _one_stop(tmp: Path, sig: int, past_buffers: int) -> dict[str, Any]:
     acked = {int(x) for x in acked_log.read_text().split()} if acked_log.exists() else set()
     acked = {s for s in acked if s >= min(received)}  # we subscribed after the first ones
     m.acked_figures(len(acked), sorted(acked - received))
-    journal = _journal_seqs(tmp / "journal")
+    journal = relayed_seqs(journal_records(tmp / "journal"))
     text = log.read_text()
     return m.figures(
         rc=rc, stop_s=round(stop_s, 2), not_journaled=sorted(acked - set(journal)),

@@ -4,7 +4,6 @@ after a crash, and what the bridge writes there for real traffic (and after kill
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -14,16 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from e2e import Collector, boards_registered, bridge_with_boards, free_port
+from e2e import Collector, boards_registered, bridge_with_boards, free_port, journal_records
 from pubmote.core.journal import Journal, trim_torn_tail
-
-
-def _records(d: Path) -> list[dict[str, object]]:
-    out = []
-    for f in sorted(d.glob("journal-*.jsonl")):
-        for line in f.read_text().splitlines():
-            out.append(json.loads(line))
-    return out
 
 
 def test_files_appear_complete_on_rotation_by_size_and_age(tmp_path: Path) -> None:
@@ -38,7 +29,7 @@ def test_files_appear_complete_on_rotation_by_size_and_age(tmp_path: Path) -> No
     time.sleep(0.3)
     j.tick()  # rotated by age
     assert list(tmp_path.glob(".journal-*")) == []
-    assert [r["n"] for r in _records(tmp_path)] == list(range(6))
+    assert [r["n"] for r in journal_records(tmp_path)] == list(range(6))
     assert j.counters["records"] == 6
     j.close()
 
@@ -55,7 +46,7 @@ def test_torn_tail_trimmed_and_recovered_on_restart(tmp_path: Path) -> None:
     empty.write_bytes(b'{"n":')
     j = Journal(tmp_path)
     j.open()
-    assert [r["n"] for r in _records(tmp_path)] == [1, 2]
+    assert [r["n"] for r in journal_records(tmp_path)] == [1, 2]
     assert not empty.exists() and j.counters["recovered_files"] == 1
     assert j.counters["trimmed_bytes"] == len(b'{"n":3,"tor') + len(b'{"n":')
     # a torn line that happens to end in a newline is cut too
@@ -76,7 +67,7 @@ def test_bridge_journals_relayed_messages(tmp_path: Path) -> None:
                 await col.wait_for(b"/pubmote/demo/sim2/temperature|", 5)
             finally:
                 col.close()
-        recs = _records(jdir)  # the bridge closed: everything is in place
+        recs = journal_records(jdir)  # the bridge closed: everything is in place
         assert recs and not list(jdir.glob(".journal-*"))
         sp = [r for r in recs if str(r.get("egress")).startswith("sp:")]
         # what was relayed while our subscriber was still in its SP handshake, or still in
@@ -122,9 +113,9 @@ def test_journal_readable_after_kill_9(tmp_path: Path) -> None:
         if p.poll() is None:
             p.kill()
             p.wait()
-    before = _records(jdir)
+    before = journal_records(jdir)
     assert before  # age rotation put files in place while it ran
     j = Journal(jdir)
     j.open()  # what a restarted bridge does first
-    after = _records(jdir)
+    after = journal_records(jdir)
     assert len(after) >= len(before) and not list(jdir.glob(".journal-*"))

@@ -24,6 +24,7 @@ from e2e import (
     boards_registered,
     bridge_with_boards,
     free_port,
+    journal_records,
     wait_until,
 )
 from pubmote.core.hub import Hub
@@ -57,13 +58,6 @@ def test_ndn_python_repo_parser_skips_taken_time() -> None:
     assert Name.to_str(p.publisher_prefix) == "/gw/gw1"
     assert bytes(p.notify_nonce) == b"\x01\x02\x03\x04"
     assert notify.taken_ms(notify.parse_notify_interest(bytes(buf[:n]))[4]) == 1_700_000_000_123
-
-
-def journal_records(d: Path) -> list[dict[str, Any]]:
-    out = []
-    for f in sorted(d.glob("journal-*.jsonl")):
-        out += [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
-    return out
 
 
 def _relayed(recs: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
