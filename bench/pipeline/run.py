@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SPARK_JOB = """
 import json, sys, time
 t0 = time.monotonic()
-from pubmote.pipeline.backlog import prepare_soon
+from pubmote.pipeline.backlog import prepare_soon, short_run
 from pubmote.pipeline.session import spark_session
 from pubmote.pipeline.batch import run_batch
 backlog = prepare_soon(sys.argv[1])  # as `pubmote pipeline` does: while the JVM starts
-spark = spark_session("local[*]")
+spark = spark_session("local[*]", short=short_run(sys.argv[1]))
 t1 = time.monotonic()
 stats = run_batch(spark, sys.argv[1], sys.argv[2], window="1 minute", watermark="1 minute",
                   log=lambda _: None, backlog=backlog)

@@ -117,6 +117,27 @@ def test_a_large_backlog_is_compacted_in_child_processes(
         backlog.prepare(bad)
 
 
+def test_a_short_run_is_a_journal_of_at_most_short_run_bytes(tmp_path: Path) -> None:
+    """What makes a batch run short (session.spark_session's `short`): the journal files'
+    bytes, not the columns beside them or other files."""
+    from pubmote.pipeline.backlog import SHORT_RUN_BYTES, short_run
+
+    j = tmp_path / "j"
+    j.mkdir()
+    assert short_run(j)  # an empty journal
+    with open(j / "journal-000000.jsonl", "wb") as f:
+        f.truncate(SHORT_RUN_BYTES // 2)  # sparse: no disk written
+    with open(j / "unrelated.bin", "wb") as f:
+        f.truncate(SHORT_RUN_BYTES)
+    assert short_run(j)
+    with open(j / "journal-000001.jsonl", "wb") as f:
+        f.truncate(SHORT_RUN_BYTES // 2)
+    assert short_run(j)  # exactly the bound
+    with open(j / "journal-000002.jsonl", "wb") as f:
+        f.truncate(1)
+    assert not short_run(j)
+
+
 def test_spark_schema_names_the_columns_files_fields() -> None:
     # Spark reads the columns files with schema.py's schema: the same fields, in order
     # (t_taken among them: the board's taken-time, docs/protocols/event-time.md)

@@ -9,11 +9,13 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import oracle
+from pubmote import procs
 from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
@@ -25,6 +27,16 @@ def _tables(spark: Any, out: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
             oracle.table_rows(spark.read.parquet(str(out / "health")), H_KEYS))
 
 
+def _watch_jvms(p: subprocess.Popen[str], seen: dict[int, str]) -> None:
+    """The command lines of p's Java descendants, until p ends."""
+    while p.poll() is None:
+        for pid in procs.descendants(p.pid):
+            line = procs.cmdline(pid)
+            if "java" in line.split(" ", 1)[0]:
+                seen[pid] = line
+        time.sleep(0.1)
+
+
 def test_local_and_remote_runs_write_the_same_tables(spark: Any, connect_url: str,
                                                       tmp_path: Path) -> None:
     recs = list(records(1500, boards=3, subscribers=2, seed=13))
@@ -33,6 +45,9 @@ def test_local_and_remote_runs_write_the_same_tables(spark: Any, connect_url: st
         [PUBMOTE, "pipeline", str(tmp_path / "j"), "--out", str(tmp_path / "local"),
          "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    jvms: dict[int, str] = {}  # the local run's JVM, seen while it runs
+    watch = threading.Thread(target=_watch_jvms, args=(local, jvms), daemon=True)
+    watch.start()
     try:
         # relative paths from another working folder than the server's, and no Java at
         # all: the client starts no JVM
@@ -44,6 +59,9 @@ def test_local_and_remote_runs_write_the_same_tables(spark: Any, connect_url: st
         out, _ = local.communicate(timeout=600)
     assert remote.returncode == 0, remote.stderr[-3000:]
     assert local.returncode == 0, out[-3000:]
+    watch.join(timeout=60)
+    # a short run (backlog.short_run): the JVM keeps to its first JIT compiler
+    assert [c for c in jvms.values() if "-XX:TieredStopAtLevel=1" in c], jvms
     assert "pipeline: wrote windows" in remote.stderr
     assert (tmp_path / "rep" / "index.html").exists() and (tmp_path / "rep" / "rate.png").exists()
     got_w, got_h = _tables(spark, tmp_path / "remote")

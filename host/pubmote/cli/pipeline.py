@@ -222,11 +222,11 @@ def run(args: argparse.Namespace) -> int:
         from pubmote.pipeline.connect import remote_paths
 
         journal, out, report, checkpoint = remote_paths(journal, out, report, checkpoint)
-    backlog = None
+    backlog, short = None, False
     if not args.follow:  # the journal's compaction runs while the JVM starts
-        from pubmote.pipeline.backlog import prepare_soon
+        from pubmote.pipeline.backlog import prepare_soon, short_run
 
-        backlog = prepare_soon(journal, args.reading_key)
+        backlog, short = prepare_soon(journal, args.reading_key), short_run(journal)
     try:
         if args.remote:
             from pubmote.pipeline.connect import remote_session
@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             # a batch run saves Spark's class archive when there is none (jvm_archive.py)
             spark = spark_session(args.master, dict(args.conf), verbose=args.verbose,
-                                  save_classes=not args.follow)
+                                  save_classes=not args.follow, short=short)
     except PipelineError as e:
         print("pubmote pipeline: %s" % e, file=sys.stderr)
         return 1

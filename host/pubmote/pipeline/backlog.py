@@ -26,6 +26,14 @@ from .paths import JOURNAL_GLOB, make_columns_dir
 # job's new file) stays in the driver: a child costs about 0.5 CPU s to start.
 CHILD_BYTES = 32_000_000
 
+# A journal up to this size is a short run for Spark's JVM (session.spark_session's
+# `short`): 250,000 bench rows. Measured on 2 cores, HotSpot's first compiler alone
+# against both, one run each: 1,000 rows 8.6-10.1 s and 11-13 CPU s against 11.1-11.3 s
+# and 19 CPU s; 100,000 rows 9.7 s and 14 CPU s against 12.1 s and 21; 400,000 rows
+# 15.5-19.6 s and 19-21 CPU s against 16.6-18.2 s and 28-30; 1M rows 26.5 s against
+# 22.6 s (26 CPU s against 37): there the optimised code pays for its compiling.
+SHORT_RUN_BYTES = 64_000_000
+
 
 class Backlog(NamedTuple):
     """A journal's columns, ready: the files (one per journal file, oldest first), how
@@ -52,6 +60,12 @@ def prepare(journal: str | Path, reading_key: str | None = None) -> Backlog:
         n = compact(journal, reading_key)[1]
         rows, unusable = counts([out / (f.stem + ".parquet") for f in files])
     return Backlog([out / (f.stem + ".parquet") for f in files], n, rows, unusable)
+
+
+def short_run(journal: str | Path) -> bool:
+    """Whether a batch run over `journal` is short enough for session.spark_session's
+    `short` (its JSON lines at most SHORT_RUN_BYTES)."""
+    return sum(f.stat().st_size for f in Path(journal).glob(JOURNAL_GLOB)) <= SHORT_RUN_BYTES
 
 
 def prepare_soon(journal: str | Path, reading_key: str | None = None) -> Future[Backlog]:

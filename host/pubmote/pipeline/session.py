@@ -39,13 +39,15 @@ LOCAL_DRIVER_MEMORY = "480m"
 
 def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = None, *,
                   app_name: str = "pubmote-pipeline", verbose: bool = False,
-                  save_classes: bool = False) -> SparkSession:
+                  save_classes: bool = False, short: bool = False) -> SparkSession:
     """A SparkSession for the pipeline. Defaults (each overridden by `conf`): UTC session
     time zone (windows in UTC whatever the gateway's zone), no web UI, and for local
     masters a few shuffle partitions and the loopback address instead of Spark's 200
     partitions and its guess of a LAN address. The driver's JVM maps the class archive
     (jvm_archive.py) when there is one; with `save_classes` and none yet, it writes one as
-    it exits (jvm_archive.finish() after spark.stop())."""
+    it exits (jvm_archive.finish() after spark.stop()). `short` (a local batch run over a
+    small journal: backlog.short_run) keeps the JVM to its first JIT compiler, whose
+    quick code a short run ends with before the optimising one's would pay back."""
     from . import jvm_archive
 
     java = require_java()
@@ -106,7 +108,7 @@ def spark_session(master: str = "local[*]", conf: Mapping[str, str] | None = Non
                          # (bench/pipeline/PROFILE.md).
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
         # one collector thread: on a gateway's few cores the parallel ones only contend
-        java_opts = "-XX:+UseSerialGC "
+        java_opts = "-XX:+UseSerialGC " + ("-XX:TieredStopAtLevel=1 " if short else "")
     if "spark.driver.extraJavaOptions" not in conf:
         level = "info" if verbose else "error"
         # one small file per level, rewritten by each run (the JVM reads it by path)
