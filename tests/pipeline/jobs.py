@@ -1,5 +1,6 @@
-"""A `pubmote pipeline` process under test (its output appended to a log file), and the
-streaming checkpoint's batch count: shared by the local-mode and cluster streaming tests."""
+"""A `pubmote pipeline` process under test (its output appended to a log file), the
+streaming checkpoint's batch count, and the JVMs a process started: shared by the
+local-mode, remote and cluster tests."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pubmote import procs
 from pubmote.boards.cable import end_process
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
@@ -47,6 +49,20 @@ class PipelineJob:
 
     def stop(self) -> None:
         end_process(self.p, grace_s=60)  # SIGTERM, SIGKILL a minute later
+
+
+def jvms(pid: int) -> dict[int, str]:
+    """pid's Java descendants: their command lines."""
+    lines = {p: procs.cmdline(p) for p in procs.descendants(pid)}
+    return {p: c for p, c in lines.items() if c.split(" ", 1)[0].endswith("java")}
+
+
+def rss_bytes(pid: int) -> int:
+    """pid's resident memory."""
+    for line in Path("/proc/%d/status" % pid).read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS for %d" % pid)
 
 
 def committed_batches(ckpt: Path, what: str) -> int:

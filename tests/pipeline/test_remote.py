@@ -14,8 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jobs import jvms
+
 import oracle
-from pubmote import procs
 from pubmote.pipeline.synth import records, write_journal
 
 PUBMOTE = str(Path(sys.executable).parent / "pubmote")
@@ -30,10 +31,7 @@ def _tables(spark: Any, out: Path) -> tuple[dict[Any, Any], dict[Any, Any]]:
 def _watch_jvms(p: subprocess.Popen[str], seen: dict[int, str]) -> None:
     """The command lines of p's Java descendants, until p ends."""
     while p.poll() is None:
-        for pid in procs.descendants(p.pid):
-            line = procs.cmdline(pid)
-            if "java" in line.split(" ", 1)[0]:
-                seen[pid] = line
+        seen.update(jvms(p.pid))
         time.sleep(0.1)
 
 

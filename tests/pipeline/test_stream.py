@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs import PipelineJob, committed_batches
+from jobs import PipelineJob, committed_batches, jvms, rss_bytes
 
 import oracle
 from pubmote.pipeline.batch import compute
@@ -46,6 +46,10 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
             base = committed_batches(ckpt, "commits")
             job.wait_for(lambda b=base: committed_batches(ckpt, "commits") >= b + 2, 300,
                          "two committed batches")
+            if n == 0:  # a resident job's JVM took its whole heap as it started
+                (pid, line), = jvms(job.p.pid).items()
+                assert "-Xms480m -XX:+AlwaysPreTouch" in line, line
+                assert rss_bytes(pid) > 480 << 20
             # aim for the worst moment: a batch planned (offsets written) but not committed
             deadline = time.monotonic() + 5
             while (committed_batches(ckpt, "offsets") <= committed_batches(ckpt, "commits")

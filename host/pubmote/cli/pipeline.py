@@ -235,7 +235,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             # a batch run saves Spark's class archive when there is none (jvm_archive.py)
             spark = spark_session(args.master, dict(args.conf), verbose=args.verbose,
-                                  save_classes=not args.follow, short=short)
+                                  save_classes=not args.follow, short=short,
+                                  resident=args.follow)
     except PipelineError as e:
         print("pubmote pipeline: %s" % e, file=sys.stderr)
         return 1

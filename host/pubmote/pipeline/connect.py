@@ -77,7 +77,7 @@ def serve(master: str, conf: Mapping[str, str], *, host: str, port: int,
         stop.set()
 
     spark = spark_session(master, {**conf, **server_conf(host, port)}, verbose=verbose,
-                          app_name="pubmote-pipeline-server")
+                          app_name="pubmote-pipeline-server", resident=True)
     try:
         # the plugin starts gRPC as the driver starts; a failed bind is only in Spark's log
         deadline = time.monotonic() + 30
