@@ -12,6 +12,7 @@ from pubmote_wire import batch, name
 from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_diff, ticks_ms  # the port's, or CPython's stand-ins
+from .face import Event
 
 # one BATCH frame's bytes: framed, it fills the port's 258-byte frame buffer
 # (framing.FRAME_PART_MIN, frame_size_max(252) == 258). A 115200-baud UART carries ~4
@@ -53,7 +54,7 @@ class Batcher:
         self._state = {}
         self._bytes = 0
         self._ev = None  # the open buffer's Event (made by the record that opens it)
-        self._room = asyncio.Event()  # a full buffer has been framed
+        self._room = Event()  # a full buffer has been framed
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload, stamp):
@@ -139,7 +140,7 @@ class Batcher:
             self._writer = seq
         ev = self._ev
         if ev is None:
-            ev = self._ev = asyncio.Event()
+            ev = self._ev = Event()
         self._state[seq] = ev
         return True
 
@@ -220,7 +221,7 @@ class Batcher:
             old = st[s]
             if old is woke or (many and old is not True and old is not None and old.is_set()):
                 if ev is None:
-                    ev = asyncio.Event()
+                    ev = Event()
                 st[s] = ev
         if self._ev is not None and self._ev.is_set():
-            self._ev = ev if ev is not None else asyncio.Event()
+            self._ev = ev if ev is not None else Event()

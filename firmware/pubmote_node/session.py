@@ -6,7 +6,7 @@ import asyncio
 from pubmote_wire.compat import const
 
 from .clock import Clock, ticks_ms
-from .face import wait_ms
+from .face import Event, wait_ms
 
 # registrations missed in a row before the board counts itself not connected (and tries
 # every _RETRY_MS), and before it takes the bridge for gone (restarted, or the cable
@@ -40,7 +40,7 @@ class Session:
         self._served = served
         self._signer = signer
         self._key = key
-        self.wake = asyncio.Event()
+        self.wake = Event()
         self.connected = False
         self.gateway = None
         self.batch = None

@@ -4,12 +4,12 @@
 # notifies came, however long each fetch takes; a notify sent again while its message is
 # on its way is let go (its ack answers it). Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
-import asyncio
-
 from pubmote_wire import control_core as control
 from pubmote_wire import name
 from pubmote_wire import notify_core as notify
 from pubmote_wire.compat import const
+
+from .face import Event
 
 
 class Subscriber:
@@ -30,7 +30,7 @@ class Subscriber:
         # handed on: a fetch tried again (a slow board's timed out) is not overtaken
         self._next = 0
         self._turn = 0
-        self._turned = asyncio.Event()  # set (and cleared) each time the turn moves on
+        self._turned = Event()  # set (and cleared) each time the turn moves on
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
