@@ -2,7 +2,7 @@
 # (whole, or in parts that fit one COBS block's buffer on a byte stream), in through the
 # deframer, each packet handed on as it is found. Exchange moves packets: each one in by its
 # type, and the Interests this board expresses, each waiting (keyed by its full name, at
-# most 16 at once) for its Data, a Nack or its lifetime; it owns the scratch buffer every
+# most 16 at once) for its Data, a Nack or its lifetime; it makes the scratch buffer each
 # packet of the board is encoded into. A link fault is an OSError; a packet the board cannot
 # read is counted (bad_packets), never raised. (Two classes in one module: each module is
 # heap on a board, frozen or not.)
@@ -24,10 +24,10 @@ MAX_PACKET = const(1024)  # largest NDN packet on the link; bigger payloads are 
 _RX_START = const(256)
 _READ = const(256)  # bytes a read takes of a byte stream
 _PENDING_MAX = const(16)
-# the scratch buffer starts this small and grows to MAX_PACKET, for good, at the first
-# packet that needs it: a board that only sends small messages (a sensor's readings, a
-# command) never holds the 1 kB a big packet takes. Registrations, fetches and a small
-# message's notify with its Data fit
+# a packet's scratch buffer is this big until the first packet that needs MAX_PACKET, then
+# that: a board that only sends small messages (a sensor's readings, a command) never
+# makes the 1 kB a big packet takes. Registrations, fetches and a small message's notify
+# with its Data fit
 _TX_START = const(320)
 # TLV types: the packets (interest.INTEREST, data.DATA, lp.LP_PACKET, batch.ACKS) as
 # constants of this module (no heap; lp and batch are not loaded to be compared with), and
@@ -180,31 +180,38 @@ class Exchange:
 
     def __init__(self, port, counters, on_interest):
         self.pending = {}  # full Interest name -> [Event, Data, packet]
-        self.tx = bytearray(_TX_START)  # the scratch buffer: encode() writes it, copy() reads it
+        # the scratch buffer: encode() makes and writes it, copy() reads it and lets it go
+        # (one held between packets would be ~0.3 kB of the board's heap for good)
+        self.tx = None
+        self.tx_size = _TX_START
         self._port = port
         self._counters = counters  # counts pending_full, nacks, bad_packets
         self._on_interest = on_interest
 
     def encode(self, fn, *args, **kw):
-        """fn(buf, 0, *args, **kw) into the scratch buffer; returns the packet's length
-        (the packet is tx[0:n] until the next encode)."""
+        """fn(buf, 0, *args, **kw) into a new scratch buffer; returns the packet's length
+        (the packet is tx[0:n] until the next encode or copy)."""
         while True:
+            self.tx = bytearray(self.tx_size)
             try:
                 return fn(self.tx, 0, *args, **kw)
             except ValueError:  # EncodeError: the buffer is too small, or the packet is
-                if len(self.tx) >= MAX_PACKET:
+                self.tx = None
+                if self.tx_size >= MAX_PACKET:
                     raise
-                self.tx = bytearray(MAX_PACKET)
+                self.tx_size = MAX_PACKET
 
     def copy(self, n):
-        """The packet encoded last (n bytes), as bytes of its own."""
-        return bytes(memoryview(self.tx)[0:n])
+        """The packet encoded last (n bytes), as bytes of its own; the scratch let go."""
+        pkt = bytes(memoryview(self.tx)[0:n])
+        self.tx = None
+        return pkt
 
     async def express(self, n, timeout_ms, keep=False):
         """Send the Interest encoded last (n bytes); wait for its Data (None on timeout,
         Nack, link down or too many outstanding); with keep, return [Event, Data, packet].
 
-        The packet is copied before the first await: other tasks encode into tx."""
+        The packet is copied before the first await: other tasks encode too."""
         pkt = self.copy(n)
         full = _interest_name(pkt, n)
         pending = self.pending

@@ -148,6 +148,7 @@ class Node:
         ex = self.exchange
         n = ex.encode(notify.encode_msg_data, self.prefix, topic_name, nonce, payload,
                       signer=self._signer)
+        data = ex.copy(n)  # kept until acked (the scratch let go)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
         cfg = self.config
@@ -157,7 +158,6 @@ class Node:
         if len(self._soft) >= cfg.get("max_soft", 8) or held > cfg.get("max_soft_bytes", 4096):
             self.counters["soft_full"] += 1
             return False
-        data = ex.copy(n)
         self._soft[nonce] = data
         self.counters["published"] += 1
         # a small message rides in the notify itself: the bridge acks it without fetching
