@@ -76,9 +76,9 @@ class Node:
         self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._outbox = None  # made at the first publish(..., wait=False) (outbox.py)
         if config.get("outbox_dir"):  # the durable outbox: what a reboot left, queued again
-            from .outbox import Outbox
+            from .outbox_durable import DurableOutbox
 
-            self._outbox = Outbox(self, self._publish_now)
+            self._outbox = DurableOutbox(self, self._publish_now)
 
     @property
     def connected(self):
