@@ -34,9 +34,11 @@ async def publisher(node, period_ms=1000):
     base = "/pubmote/demo/%s/" % node.name
     seq = 0
     while True:
-        reading = {"seq": seq, "t_ms": ticks_ms(), "taken_ms": node.time_ms(),
-                   "celsius": read_temperature(seq)}
-        await node.publish(base + "temperature", cbor.dumps(reading), wait=False)
+        # the reading made in the call: no local keeps it (its dict, float and long int)
+        # on the heap while the task sleeps
+        await node.publish(base + "temperature",
+                           cbor.dumps({"seq": seq, "t_ms": ticks_ms(), "taken_ms": node.time_ms(),
+                                       "celsius": read_temperature(seq)}), wait=False)
         seq += 1
         await asyncio.sleep(period_ms / 1000)
 
