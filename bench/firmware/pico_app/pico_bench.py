@@ -38,10 +38,15 @@ async def settled(node):
     return last
 
 
-async def main(node):
+def main(node):
+    # the coroutine the board's boot awaits: the demo app's own, as on a board that runs
+    # it (no frame of this module's held under it), or the bench's
     if node.config.get("bench_demo"):
-        await demo(node)
-        return
+        return demo(node)
+    return bench(node)
+
+
+async def bench(node):
     n = node.config.get("bench_n", N)
     print("BENCH heap.after_node %d" % live())
     runner = asyncio.create_task(node.run())
@@ -105,18 +110,16 @@ async def main(node):
     await runner  # the node keeps its link until the bench stops the board
 
 
-async def demo(node):
-    # the demo app as a board runs it (pubmote_node.demo), and beside it a task that prints
-    # the live heap, what the demo received and what it published, every 500 ms (not a
-    # multiple of the demo's period: the readings are caught at every phase of their round
-    # trip). The task and this module's globals are all the bench adds to the demo's heap
+def demo(node):
+    # the demo app as a board runs it (pubmote_node.demo: its coroutine, returned), and
+    # beside it a task that prints the live heap, what the demo received and what it
+    # published, every 500 ms (not a multiple of the demo's period: the readings are caught
+    # at every phase of their round trip). The task and this module's globals are all the
+    # bench adds to the demo's heap (the demo runs until the bench stops the board)
     from pubmote_node import demo as app
 
-    watch = asyncio.create_task(_watch(node))
-    try:
-        await app.main(node, node.config.get("period_ms", 1000))
-    finally:
-        watch.cancel()
+    asyncio.create_task(_watch(node))  # noqa: RUF006 - MicroPython's scheduler holds it
+    return app.main(node, node.config.get("period_ms", 1000))
 
 
 async def _watch(node):
