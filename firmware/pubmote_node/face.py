@@ -46,6 +46,20 @@ _PKT = const(2)
 
 if core is None:
     Event = asyncio.Event
+
+    async def wait_ms(ev, ms):
+        """Wait for ev, at most ms: a timer task sets it (asyncio.wait_for would make a task
+        and a closure per wait besides)."""
+        timer = asyncio.create_task(_set_after(ev, ms))
+        try:
+            await ev.wait()
+        finally:
+            timer.cancel()
+
+    async def _set_after(ev, ms):
+        await asyncio.sleep(ms / 1000)
+        ev.set()
+
 else:
 
     class Event:
@@ -60,10 +74,22 @@ else:
         def is_set(self):
             return self.state
 
+        # the task in wait_ms() (below), asleep in asyncio's queue until its time is up
+        timed = None
+
         def set(self):
             w = self.waiting
+            q = core._task_queue  # noqa: SLF001 - as asyncio's own Event
             while w.peek():
-                core._task_queue.push(w.pop())  # noqa: SLF001 - as asyncio's own Event
+                q.push(w.pop())
+            t = self.timed
+            if t is not None:
+                self.timed = None
+                # its sleep cut short: it runs now (unless cancelled: then it is at the
+                # front already, and a push would clear the CancelledError its data holds)
+                if t.data is None:
+                    q.remove(t)
+                    q.push(t)
             self.state = True
 
         def clear(self):
@@ -78,6 +104,21 @@ else:
                 t.data = self.waiting
                 yield
             return True
+
+    def wait_ms(ev, ms):
+        """Wait for ev, at most ms (one task at a time per Event): the task sleeps ms in
+        asyncio's queue, and ev.set() moves it to the front. No timer task, nor its frame
+        (asyncio.wait_for would load funcs.py, ~0.4 kB of the board's heap, and make a task
+        and a closure per wait besides); cancelling the task ends its sleep, as any."""
+        if ev.state:
+            return
+        t = core.cur_task
+        ev.timed = t
+        try:
+            yield from core.sleep_ms(int(ms))
+        finally:
+            if ev.timed is t:
+                ev.timed = None
 
 
 class Port:
@@ -276,21 +317,6 @@ class Exchange:
         for p in self.pending.values():
             p[_EV].set()
         self.pending = {}
-
-
-async def wait_ms(ev, ms):
-    """Wait for ev, at most ms: a timer task sets it (asyncio.wait_for would load funcs.py,
-    ~0.4 kB of the board's heap, and make a task and a closure per wait besides)."""
-    timer = asyncio.create_task(_set_after(ev, ms))
-    try:
-        await ev.wait()
-    finally:
-        timer.cancel()
-
-
-async def _set_after(ev, ms):
-    await asyncio.sleep(ms / 1000)
-    ev.set()
 
 
 def _interest_name(buf, n):
