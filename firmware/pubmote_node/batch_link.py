@@ -54,7 +54,8 @@ class Batcher:
         self._state = {}
         self._bytes = 0
         self._ev = None  # the open buffer's Event (made by the record that opens it)
-        self._room = Event()  # a full buffer has been framed
+        # set once a full buffer has been framed (made only while a publisher waits for that)
+        self._room = None
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload, stamp):
@@ -83,8 +84,10 @@ class Batcher:
         try:
             for _ in range(cfg.get("retries", 3) + 1):
                 while not self._put(seq, tname, payload, size, stamp):
-                    self._room.clear()  # full: its writer frames it soon
-                    await self._room.wait()
+                    room = self._room  # full: its writer frames it soon
+                    if room is None:
+                        room = self._room = Event()
+                    await room.wait()
                 if self._writer == seq:
                     await self._write(seq)
                 if not self._ticking:
@@ -171,7 +174,10 @@ class Batcher:
         self._last = None
         self._writer = -1
         self._ev = None  # the next buffer's records wait on an Event of their own
-        self._room.set()
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
         return k
 
     async def _ticker(self):

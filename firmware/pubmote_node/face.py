@@ -139,10 +139,11 @@ class Port:
         # time ran out of its heap with 128-byte reads)
         self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else _READ)
         self.decoder = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
-        # one frame at a time on the link (frames go in parts): an Event set while the link
-        # is free, not an asyncio.Lock, whose module would cost the board ~370 B of heap
-        self._free = Event()
-        self._free.set()
+        # one frame at a time on the link (frames go in parts): busy while one is written,
+        # and an Event (made only while a frame waits its turn) set once it is done, not an
+        # asyncio.Lock, whose module would cost the board ~370 B of heap
+        self._busy = False
+        self._free = None
 
     async def open(self, link):
         """Open link and take it as this port's (OSError if it cannot be opened)."""
@@ -166,11 +167,14 @@ class Port:
         ours and returns the frame's length, written at once (0: nothing to write)."""
         if not self.up:
             raise OSError("link down")
-        while not self._free.is_set():
-            await self._free.wait()
+        while self._busy:
+            ev = self._free
+            if ev is None:
+                ev = self._free = Event()
+            await ev.wait()
         if not self.up:  # closed while this frame waited its turn
             raise OSError("link down")
-        self._free.clear()
+        self._busy = True
         out = self._out
         try:
             if framer is not None:
@@ -186,7 +190,11 @@ class Port:
                 await self.link.write(memoryview(out)[0:n])
             self.counters["sent_frames"] += 1
         finally:
-            self._free.set()
+            self._busy = False
+            ev = self._free
+            if ev is not None:  # every frame waiting looks again (the first one goes)
+                self._free = None
+                ev.set()
 
     async def send_quiet(self, pkt):
         """send(), the packet dropped if the link is down (its sender retries, or not)."""
