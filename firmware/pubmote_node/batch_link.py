@@ -59,8 +59,8 @@ class Batcher:
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload, stamp):
-        """As Node.publish (stamp: ticks_ms() when the app published it); None if the
-        message is too big for a batch (then the node publishes it as an NDN notify)."""
+        """As Node.publish (stamp: ticks_ms() when the app published it); a message too big
+        for a batch goes as an NDN notify (the node's _notify)."""
         node = self._node
         port = node.port
         cfg = node.config
@@ -70,7 +70,7 @@ class Batcher:
         tname = self._tname
         size = batch.record_size(tname, payload, False, self.timed)
         if size > _CAP - self._h or not tname or len(tname) > batch.TOPIC_MAX:
-            return None
+            return await node._notify(topic, payload, stamp)  # noqa: SLF001 - its node's
         st = self._state
         if (len(st) >= cfg.get("max_soft", _WINDOW)
                 or self._bytes + size > cfg.get("max_soft_bytes", 4096)):

@@ -135,14 +135,18 @@ class Node:
         was taken from, plus the ticks' drift since; None until the board has registered."""
         return self.session.clock.uncertainty(ticks_ms())
 
-    async def _publish_now(self, topic, payload, stamp):
-        # stamp: ticks_ms() when the app published it, its taken-time once read by the clock
-        # (None: not known, which a timed batch cannot say; the notify then carries none)
+    def _publish_now(self, topic, payload, stamp):
+        # the publish's coroutine: the batcher's while the bridge takes link batches, else
+        # the NDN notify's. A plain function: no frame of its own held on the heap while the
+        # message is on its way. stamp: ticks_ms() when the app published it, its
+        # taken-time once read by the clock (None: not known, which a timed batch cannot
+        # say; the notify then carries none)
         b = self.session.batch
         if b is not None and b.on and stamp is not None:
-            ok = await b.publish(topic, payload, stamp)
-            if ok is not None:
-                return ok
+            return b.publish(topic, payload, stamp)
+        return self._notify(topic, payload, stamp)
+
+    async def _notify(self, topic, payload, stamp):
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
         nonce = urandom(4)
         ex = self.exchange
