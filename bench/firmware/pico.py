@@ -372,8 +372,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float, n: int) -> No
         print("  line limit: %.0f B up / %.0f B down per acked publish on the wire, "
               "%d baud -> %.0f msgs/s; rate / limit = %.2f"
               % (up, down, UART_BAUD, limit, rate / limit))
-        print("  the node's packet buffers at the end: scratch %s B, frame decoder %s B (they "
-              "start small and grow to a 1 kB packet's size at the first packet that needs it)"
+        print("  the node's packet buffers at the end: scratch %s B (made per packet), frame "
+              "decoder %s B (they start small and grow to a 1 kB packet's size at the first packet that needs it)"
               % (r.get("buf.tx", "?"), r.get("buf.rx_frame", "?")))
         print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
               "pending; Nacks from the bridge %s); wall time %.0f s"

@@ -12,6 +12,7 @@ from pubmote_wire import batch, name
 from pubmote_wire.compat import const, urandom
 
 from .clock import ticks_diff, ticks_ms  # the port's, or CPython's stand-ins
+from .face import Event
 
 # one BATCH frame's bytes: framed, it fills the port's 258-byte frame buffer
 # (framing.FRAME_PART_MIN, frame_size_max(252) == 258). A 115200-baud UART carries ~4
@@ -53,12 +54,13 @@ class Batcher:
         self._state = {}
         self._bytes = 0
         self._ev = None  # the open buffer's Event (made by the record that opens it)
-        self._room = asyncio.Event()  # a full buffer has been framed
+        # set once a full buffer has been framed (made only while a publisher waits for that)
+        self._room = None
         self._ticking = False  # a ticker task runs (only while publishers wait for acks)
 
     async def publish(self, topic, payload, stamp):
-        """As Node.publish (stamp: ticks_ms() when the app published it); None if the
-        message is too big for a batch (then the node publishes it as an NDN notify)."""
+        """As Node.publish (stamp: ticks_ms() when the app published it); a message too big
+        for a batch goes as an NDN notify (the node's _notify)."""
         node = self._node
         port = node.port
         cfg = node.config
@@ -68,7 +70,7 @@ class Batcher:
         tname = self._tname
         size = batch.record_size(tname, payload, False, self.timed)
         if size > _CAP - self._h or not tname or len(tname) > batch.TOPIC_MAX:
-            return None
+            return await node._notify(topic, payload, stamp)  # noqa: SLF001 - its node's
         st = self._state
         if (len(st) >= cfg.get("max_soft", _WINDOW)
                 or self._bytes + size > cfg.get("max_soft_bytes", 4096)):
@@ -82,8 +84,10 @@ class Batcher:
         try:
             for _ in range(cfg.get("retries", 3) + 1):
                 while not self._put(seq, tname, payload, size, stamp):
-                    self._room.clear()  # full: its writer frames it soon
-                    await self._room.wait()
+                    room = self._room  # full: its writer frames it soon
+                    if room is None:
+                        room = self._room = Event()
+                    await room.wait()
                 if self._writer == seq:
                     await self._write(seq)
                 if not self._ticking:
@@ -139,7 +143,7 @@ class Batcher:
             self._writer = seq
         ev = self._ev
         if ev is None:
-            ev = self._ev = asyncio.Event()
+            ev = self._ev = Event()
         self._state[seq] = ev
         return True
 
@@ -170,7 +174,10 @@ class Batcher:
         self._last = None
         self._writer = -1
         self._ev = None  # the next buffer's records wait on an Event of their own
-        self._room.set()
+        room = self._room
+        if room is not None:
+            self._room = None
+            room.set()
         return k
 
     async def _ticker(self):
@@ -220,7 +227,7 @@ class Batcher:
             old = st[s]
             if old is woke or (many and old is not True and old is not None and old.is_set()):
                 if ev is None:
-                    ev = asyncio.Event()
+                    ev = Event()
                 st[s] = ev
         if self._ev is not None and self._ev.is_set():
-            self._ev = ev if ev is not None else asyncio.Event()
+            self._ev = ev if ev is not None else Event()

@@ -34,9 +34,11 @@ async def publisher(node, period_ms=1000):
     base = "/pubmote/demo/%s/" % node.name
     seq = 0
     while True:
-        reading = {"seq": seq, "t_ms": ticks_ms(), "taken_ms": node.time_ms(),
-                   "celsius": read_temperature(seq)}
-        await node.publish(base + "temperature", cbor.dumps(reading), wait=False)
+        # the reading made in the call: no local keeps it (its dict, float and long int)
+        # on the heap while the task sleeps
+        await node.publish(base + "temperature",
+                           cbor.dumps({"seq": seq, "t_ms": ticks_ms(), "taken_ms": node.time_ms(),
+                                       "celsius": read_temperature(seq)}), wait=False)
         seq += 1
         await asyncio.sleep(period_ms / 1000)
 
@@ -50,14 +52,19 @@ async def commander(node):
     sub = node.subscribe(base + "command|")
     node.directed(sub)
     while True:
-        msg = await sub.recv()
-        try:
-            await _command(node, base, msg.payload)
-        except Exception as e:  # noqa: BLE001
-            # one reply that failed (its link gone mid-publish) must not end the task that
-            # answers every later command: counted, and said on the console
-            node.counters["app_errors"] = node.counters.get("app_errors", 0) + 1
-            print("demo: command", msg.payload, "failed:", repr(e))
+        # the message is its callee's: no local of this loop keeps it on the heap while
+        # the task waits for the next
+        await _answer(node, base, (await sub.recv()).payload)
+
+
+async def _answer(node, base, payload):
+    try:
+        await _command(node, base, payload)
+    except Exception as e:  # noqa: BLE001
+        # one reply that failed (its link gone mid-publish) must not end the task that
+        # answers every later command: counted, and said on the console
+        node.counters["app_errors"] = node.counters.get("app_errors", 0) + 1
+        print("demo: command", payload, "failed:", repr(e))
 
 
 async def _command(node, base, payload):

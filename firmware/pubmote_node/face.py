@@ -2,7 +2,7 @@
 # (whole, or in parts that fit one COBS block's buffer on a byte stream), in through the
 # deframer, each packet handed on as it is found. Exchange moves packets: each one in by its
 # type, and the Interests this board expresses, each waiting (keyed by its full name, at
-# most 16 at once) for its Data, a Nack or its lifetime; it owns the scratch buffer every
+# most 16 at once) for its Data, a Nack or its lifetime; it makes the scratch buffer each
 # packet of the board is encoded into. A link fault is an OSError; a packet the board cannot
 # read is counted (bad_packets), never raised. (Two classes in one module: each module is
 # heap on a board, frozen or not.)
@@ -13,16 +13,21 @@ from pubmote_wire import interest_core as interest
 from pubmote_wire.compat import const
 from pubmote_wire.errors import DecodeError
 
+try:
+    from asyncio import core
+except ImportError:  # CPython: no asyncio.core, its own Event
+    core = None
+
 MAX_PACKET = const(1024)  # largest NDN packet on the link; bigger payloads are refused
 # the deframer's buffer starts this small and grows to MAX_PACKET, for good, at the first
 # frame over it: acks, notifies and small messages' Data fit
 _RX_START = const(256)
 _READ = const(256)  # bytes a read takes of a byte stream
 _PENDING_MAX = const(16)
-# the scratch buffer starts this small and grows to MAX_PACKET, for good, at the first
-# packet that needs it: a board that only sends small messages (a sensor's readings, a
-# command) never holds the 1 kB a big packet takes. Registrations, fetches and a small
-# message's notify with its Data fit
+# a packet's scratch buffer is this big until the first packet that needs MAX_PACKET, then
+# that: a board that only sends small messages (a sensor's readings, a command) never
+# makes the 1 kB a big packet takes. Registrations, fetches and a small message's notify
+# with its Data fit
 _TX_START = const(320)
 # TLV types: the packets (interest.INTEREST, data.DATA, lp.LP_PACKET, batch.ACKS) as
 # constants of this module (no heap; lp and batch are not loaded to be compared with), and
@@ -37,6 +42,83 @@ _T_NAME = const(0x07)
 _EV = const(0)
 _DATA = const(1)
 _PKT = const(2)
+
+
+if core is None:
+    Event = asyncio.Event
+
+    async def wait_ms(ev, ms):
+        """Wait for ev, at most ms: a timer task sets it (asyncio.wait_for would make a task
+        and a closure per wait besides)."""
+        timer = asyncio.create_task(_set_after(ev, ms))
+        try:
+            await ev.wait()
+        finally:
+            timer.cancel()
+
+    async def _set_after(ev, ms):
+        await asyncio.sleep(ms / 1000)
+        ev.set()
+
+else:
+
+    class Event:
+        """asyncio.Event as MicroPython's asyncio makes it (is_set, set, clear, wait), the
+        board's own: asyncio.Event loads asyncio/event.py, whose module, Event and
+        ThreadSafeFlag classes hold ~0.6 kB of a board's heap for good; this class ~0.2."""
+
+        def __init__(self):
+            self.state = False
+            self.waiting = core.TaskQueue()
+
+        def is_set(self):
+            return self.state
+
+        # the task in wait_ms() (below), asleep in asyncio's queue until its time is up
+        timed = None
+
+        def set(self):
+            w = self.waiting
+            q = core._task_queue  # noqa: SLF001 - as asyncio's own Event
+            while w.peek():
+                q.push(w.pop())
+            t = self.timed
+            if t is not None:
+                self.timed = None
+                # its sleep cut short: it runs now (unless cancelled: then it is at the
+                # front already, and a push would clear the CancelledError its data holds)
+                if t.data is None:
+                    q.remove(t)
+                    q.push(t)
+            self.state = True
+
+        def clear(self):
+            self.state = False
+
+        def wait(self):
+            # a generator, as asyncio's: the task waits in the queue, which its data names
+            # so that cancelling it takes it out
+            if not self.state:
+                t = core.cur_task
+                self.waiting.push(t)
+                t.data = self.waiting
+                yield
+            return True
+
+    def wait_ms(ev, ms):
+        """Wait for ev, at most ms (one task at a time per Event): the task sleeps ms in
+        asyncio's queue, and ev.set() moves it to the front. No timer task, nor its frame
+        (asyncio.wait_for would load funcs.py, ~0.4 kB of the board's heap, and make a task
+        and a closure per wait besides); cancelling the task ends its sleep, as any."""
+        if ev.state:
+            return
+        t = core.cur_task
+        ev.timed = t
+        try:
+            yield from core.sleep_ms(int(ms))
+        finally:
+            if ev.timed is t:
+                ev.timed = None
 
 
 class Port:
@@ -57,10 +139,11 @@ class Port:
         # time ran out of its heap with 128-byte reads)
         self._rx = bytearray(framing.frame_size_max(MAX_PACKET) if udp else _READ)
         self.decoder = framing.FrameDecoder(framing.frame_size_max(MAX_PACKET), start=_RX_START)
-        # one frame at a time on the link (frames go in parts): an Event set while the link
-        # is free, not an asyncio.Lock, whose module would cost the board ~370 B of heap
-        self._free = asyncio.Event()
-        self._free.set()
+        # one frame at a time on the link (frames go in parts): busy while one is written,
+        # and an Event (made only while a frame waits its turn) set once it is done, not an
+        # asyncio.Lock, whose module would cost the board ~370 B of heap
+        self._busy = False
+        self._free = None
 
     async def open(self, link):
         """Open link and take it as this port's (OSError if it cannot be opened)."""
@@ -84,11 +167,14 @@ class Port:
         ours and returns the frame's length, written at once (0: nothing to write)."""
         if not self.up:
             raise OSError("link down")
-        while not self._free.is_set():
-            await self._free.wait()
+        while self._busy:
+            ev = self._free
+            if ev is None:
+                ev = self._free = Event()
+            await ev.wait()
         if not self.up:  # closed while this frame waited its turn
             raise OSError("link down")
-        self._free.clear()
+        self._busy = True
         out = self._out
         try:
             if framer is not None:
@@ -104,7 +190,11 @@ class Port:
                 await self.link.write(memoryview(out)[0:n])
             self.counters["sent_frames"] += 1
         finally:
-            self._free.set()
+            self._busy = False
+            ev = self._free
+            if ev is not None:  # every frame waiting looks again (the first one goes)
+                self._free = None
+                ev.set()
 
     async def send_quiet(self, pkt):
         """send(), the packet dropped if the link is down (its sender retries, or not)."""
@@ -139,38 +229,45 @@ class Exchange:
 
     def __init__(self, port, counters, on_interest):
         self.pending = {}  # full Interest name -> [Event, Data, packet]
-        self.tx = bytearray(_TX_START)  # the scratch buffer: encode() writes it, copy() reads it
+        # the scratch buffer: encode() makes and writes it, copy() reads it and lets it go
+        # (one held between packets would be ~0.3 kB of the board's heap for good)
+        self.tx = None
+        self.tx_size = _TX_START
         self._port = port
         self._counters = counters  # counts pending_full, nacks, bad_packets
         self._on_interest = on_interest
 
     def encode(self, fn, *args, **kw):
-        """fn(buf, 0, *args, **kw) into the scratch buffer; returns the packet's length
-        (the packet is tx[0:n] until the next encode)."""
+        """fn(buf, 0, *args, **kw) into a new scratch buffer; returns the packet's length
+        (the packet is tx[0:n] until the next encode or copy)."""
         while True:
+            self.tx = bytearray(self.tx_size)
             try:
                 return fn(self.tx, 0, *args, **kw)
             except ValueError:  # EncodeError: the buffer is too small, or the packet is
-                if len(self.tx) >= MAX_PACKET:
+                self.tx = None
+                if self.tx_size >= MAX_PACKET:
                     raise
-                self.tx = bytearray(MAX_PACKET)
+                self.tx_size = MAX_PACKET
 
     def copy(self, n):
-        """The packet encoded last (n bytes), as bytes of its own."""
-        return bytes(memoryview(self.tx)[0:n])
+        """The packet encoded last (n bytes), as bytes of its own; the scratch let go."""
+        pkt = bytes(memoryview(self.tx)[0:n])
+        self.tx = None
+        return pkt
 
     async def express(self, n, timeout_ms, keep=False):
         """Send the Interest encoded last (n bytes); wait for its Data (None on timeout,
         Nack, link down or too many outstanding); with keep, return [Event, Data, packet].
 
-        The packet is copied before the first await: other tasks encode into tx."""
+        The packet is copied before the first await: other tasks encode too."""
         pkt = self.copy(n)
         full = _interest_name(pkt, n)
         pending = self.pending
         if full in pending or len(pending) >= _PENDING_MAX:
             self._counters["pending_full"] += 1
             return None
-        p = [asyncio.Event(), None, None]
+        p = [Event(), None, None]
         pending[full] = p
         try:
             await self._port.send(pkt)
@@ -228,21 +325,6 @@ class Exchange:
         for p in self.pending.values():
             p[_EV].set()
         self.pending = {}
-
-
-async def wait_ms(ev, ms):
-    """Wait for ev, at most ms: a timer task sets it (asyncio.wait_for would load funcs.py,
-    ~0.4 kB of the board's heap, and make a task and a closure per wait besides)."""
-    timer = asyncio.create_task(_set_after(ev, ms))
-    try:
-        await ev.wait()
-    finally:
-        timer.cancel()
-
-
-async def _set_after(ev, ms):
-    await asyncio.sleep(ms / 1000)
-    ev.set()
 
 
 def _interest_name(buf, n):

@@ -76,9 +76,9 @@ class Node:
         self._last_pub = (None, None)  # a publisher's name (TLV) and its URI, for Message
         self._outbox = None  # made at the first publish(..., wait=False) (outbox.py)
         if config.get("outbox_dir"):  # the durable outbox: what a reboot left, queued again
-            from .outbox import Outbox
+            from .outbox_durable import DurableOutbox
 
-            self._outbox = Outbox(self, self._publish_now)
+            self._outbox = DurableOutbox(self, self._publish_now)
 
     @property
     def connected(self):
@@ -135,19 +135,24 @@ class Node:
         was taken from, plus the ticks' drift since; None until the board has registered."""
         return self.session.clock.uncertainty(ticks_ms())
 
-    async def _publish_now(self, topic, payload, stamp):
-        # stamp: ticks_ms() when the app published it, its taken-time once read by the clock
-        # (None: not known, which a timed batch cannot say; the notify then carries none)
+    def _publish_now(self, topic, payload, stamp):
+        # the publish's coroutine: the batcher's while the bridge takes link batches, else
+        # the NDN notify's. A plain function: no frame of its own held on the heap while the
+        # message is on its way. stamp: ticks_ms() when the app published it, its
+        # taken-time once read by the clock (None: not known, which a timed batch cannot
+        # say; the notify then carries none)
         b = self.session.batch
         if b is not None and b.on and stamp is not None:
-            ok = await b.publish(topic, payload, stamp)
-            if ok is not None:
-                return ok
+            return b.publish(topic, payload, stamp)
+        return self._notify(topic, payload, stamp)
+
+    async def _notify(self, topic, payload, stamp):
         topic_name = name.from_uri(topic) if isinstance(topic, str) else name.from_uri(topic.decode())
         nonce = urandom(4)
         ex = self.exchange
         n = ex.encode(notify.encode_msg_data, self.prefix, topic_name, nonce, payload,
                       signer=self._signer)
+        data = ex.copy(n)  # kept until acked (the scratch let go)
         if n + 64 > MAX_PACKET:
             raise ValueError("payload too large for one packet")
         cfg = self.config
@@ -157,7 +162,6 @@ class Node:
         if len(self._soft) >= cfg.get("max_soft", 8) or held > cfg.get("max_soft_bytes", 4096):
             self.counters["soft_full"] += 1
             return False
-        data = ex.copy(n)
         self._soft[nonce] = data
         self.counters["published"] += 1
         # a small message rides in the notify itself: the bridge acks it without fetching

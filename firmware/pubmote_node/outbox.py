@@ -5,14 +5,11 @@
 # messages, publishes them in order, each waiting for the bridge's ack before the next, so
 # a message is never overtaken; one the bridge does not ack is tried again once the board
 # is connected. Loaded at the first non-blocking publish only, or at boot with the durable
-# outbox (config "outbox_dir": outlog.py keeps every queued message on the filesystem until
-# it leaves the outbox, and the outbox starts with those a reboot left there). Each message
-# keeps the time it was taken: its publish ticks while the board runs, and in its log
-# record the time itself (ticks mean nothing after a reboot), when the clock was synced.
-# With "outbox_log_bytes" too, the bounds hold the oldest messages in RAM and the newer
-# wait in the log only, read back in order as the head leaves; the log is then the bound,
-# in bytes (a long outage's readings fit on flash, not in the heap). The heap bounds it
-# too: bounds set beyond what the heap holds (a long outage's worth) make the oldest go,
+# outbox (config "outbox_dir": outbox_durable.py, its subclass, keeps every queued message
+# on the filesystem until it leaves the outbox, and starts with those a reboot left there).
+# Each message keeps the time it was taken: its publish ticks while the board runs, and in
+# its log record the time itself (ticks mean nothing after a reboot), when the clock was
+# synced. The heap bounds it too: bounds set beyond what the heap holds (a long outage's worth) make the oldest go,
 # counted the same, once fewer than _RESERVE bytes would be left free, or when the heap
 # cannot grow the queue, rather than a MemoryError in the app's publish.
 import asyncio
@@ -36,7 +33,12 @@ _TRIES = const(3)
 class Outbox:
     """put() queues a message and returns at once; the drain task publishes them in order
     through send(topic, payload, stamp) (the node's waited publish: True once acked; stamp
-    the ticks of the app's publish, None when its time is not known)."""
+    the ticks of the app's publish, None when its time is not known). The durable outbox
+    is its subclass (outbox_durable.py: its log and what it spilled to flash only are
+    class attributes here, no slot in a RAM outbox's instance)."""
+
+    _log = None
+    _spilled = 0  # messages on flash only: the newest, after those in RAM
 
     def __init__(self, node, send):
         self._node = node
@@ -53,39 +55,6 @@ class Outbox:
         self._bytes = 0
         self._popped = 0  # messages taken off the head: tells the drain its own went
         self._draining = False
-        self._log = None
-        # with outbox_log_bytes (and the durable outbox) the RAM's bounds hold the oldest
-        # messages, the newer wait on flash only, up to that many bytes of log
-        self._spill = 0
-        self._spilled = 0  # messages on flash only: the newest, after those in RAM
-        path = node.config.get("outbox_dir")
-        if path:
-            from .outlog import OutLog
-
-            node.counters["outbox_log_failed"] = 0
-            # what a reboot left, taken in as it is read (the heap's bound applies: a log
-            # larger than the heap holds drops its oldest, counted, instead of failing).
-            # "{name}": boards that share a filesystem (simulated ones) each keep their own
-            self._log = OutLog(path.replace("{name}", node.name))
-            self._spill = node.config.get("outbox_log_bytes") or 0
-            try:
-                self._log.replay(self._replayed)
-            except OSError:  # no filesystem there: the board runs, its outbox in RAM
-                node.counters["outbox_log_failed"] += 1
-                self._log = None
-                self._spill = 0
-                self._spilled = 0
-
-    def _replayed(self, fields):
-        # False: left on flash (past the RAM's bounds, with outbox_log_bytes)
-        size = len(fields[0]) + len(fields[1])
-        if self._spill and (self._spilled or self._full(size)):
-            self._spilled += 1
-            return False
-        self._room(size)
-        self._hold(fields[0].decode(), fields[1],
-                   fields[2] if len(fields) > 2 and fields[2] else None)
-        return True
 
     def __len__(self):
         return len(self._q) // 2 + self._spilled
@@ -94,68 +63,12 @@ class Outbox:
         size = len(topic) + len(payload)
         if size > self._node.config.get("outbox_bytes", _BYTES):
             raise ValueError("message larger than the outbox")
-        log = self._log
-        if self._spill and (self._spilled or self._full(size)):
-            # past the RAM's bounds: on flash only, taken into RAM as the head leaves
-            if self._append(topic, payload, stamp, False):
-                self._spilled += 1
-                self._bound_log()
-            else:  # neither on flash nor in RAM
-                self._node.counters["outbox_dropped"] += 1
-            self.kick()
-            return
-        self._room(size)
-        if log is not None:
-            # on flash before the app hears "queued" (after the drops: its record carries
-            # the cursor past them)
-            self._append(topic, payload, stamp, True)
-        self._hold(topic, payload, stamp)
+        self._take(topic, payload, stamp, size)
         self.kick()
 
-    def _append(self, topic, payload, stamp, held):
-        t = topic.encode() if isinstance(topic, str) else topic
-        taken = self._node.session.clock.value(stamp)
-        if taken is not None:
-            fields = (t, payload, taken)
-        else:  # no time yet: the ticks, which a message loaded in this boot can still use
-            fields = (t, payload, b"", stamp.to_bytes(4, "little") if stamp is not None else b"")
-        if self._log.append(fields, held):
-            return True
-        self._node.counters["outbox_log_failed"] += 1
-        return False
-
-    def _full(self, size):
-        cfg = self._node.config
-        return self._q and (len(self._q) // 2 >= cfg.get("outbox_len", _LEN)
-                            or self._bytes + size > cfg.get("outbox_bytes", _BYTES)
-                            or _heap_low())
-
-    def _bound_log(self):
-        # the flash bound: the oldest dropped (counted) until the log is within it
-        log = self._log
-        while log.size() > self._spill:
-            if not self._q:
-                self._refill()
-                if not self._q:
-                    break
-            self._pop()
-            self._node.counters["outbox_dropped"] += 1
-        self._refill()
-
-    def _refill(self):
-        # messages on flash only taken into RAM, oldest first, while the RAM's bounds allow
-        if not self._spilled:
-            return
-        log = self._log
-        for seq, fields in log.spilled():
-            if not self._spilled or self._full(len(fields[0]) + len(fields[1])):
-                return
-            stamp = fields[2] if len(fields) > 2 and fields[2] else None
-            if stamp is None and len(fields) > 3 and len(fields[3]) == 4 and log.this_boot(seq):
-                stamp = int.from_bytes(fields[3], "little")
-            self._hold(fields[0].decode(), fields[1], stamp)
-            self._spilled -= 1
-            log.took(seq)
+    def _take(self, topic, payload, stamp, size):
+        self._room(size)
+        self._hold(topic, payload, stamp)
 
     def kick(self):
         """Start the drain if messages wait and none runs (at a put, and once the node

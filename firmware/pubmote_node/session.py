@@ -6,7 +6,7 @@ import asyncio
 from pubmote_wire.compat import const
 
 from .clock import Clock, ticks_ms
-from .face import wait_ms
+from .face import Event, wait_ms
 
 # registrations missed in a row before the board counts itself not connected (and tries
 # every _RETRY_MS), and before it takes the bridge for gone (restarted, or the cable
@@ -40,7 +40,7 @@ class Session:
         self._served = served
         self._signer = signer
         self._key = key
-        self.wake = asyncio.Event()
+        self.wake = Event()
         self.connected = False
         self.gateway = None
         self.batch = None
@@ -84,8 +84,25 @@ class Session:
                 continue
             backoff_ms = _BACKOFF_MS
             reader = asyncio.create_task(port.read_loop(self._on_packet, self.wake))
+            # register, then again when woken (filters changed, the bridge's hello) and as a
+            # keepalive. Two missed answers in a row: not connected, and a try every 0.5 s;
+            # six: the bridge is gone, and the link is reopened (OSError). Here, not in a
+            # coroutine of its own: its frame would be the board's heap all the time
+            missed = 0
             try:
-                await self._keep_registered()
+                while port.up:
+                    if await self.register(self.sleeping):
+                        missed = 0
+                        self.connected = True
+                    else:
+                        missed += 1
+                        if missed >= _UNCONNECTED_AFTER:
+                            self.connected = False
+                        if missed >= _GONE_AFTER:
+                            raise OSError("bridge not answering")
+                    self.wake.clear()
+                    await wait_ms(self.wake, node.config.get("keepalive_ms", _KEEPALIVE_MS)
+                                  if self.connected else _RETRY_MS)
             except OSError:
                 pass
             except Exception as e:  # noqa: BLE001 - a bug must not end the board's link for good
@@ -98,26 +115,6 @@ class Session:
                 node.exchange.fail_all()  # their waits end now, as failed
                 node.counters["reconnects"] += 1
             await asyncio.sleep(0.2)
-
-    async def _keep_registered(self):
-        # register, then again when woken (filters changed, the bridge's hello) and as a
-        # keepalive. Two missed answers in a row: not connected, and a try every 0.5 s; six:
-        # the bridge is gone, and the link is reopened (OSError)
-        missed = 0
-        port = self._node.port
-        while port.up:
-            if await self.register(self.sleeping):
-                missed = 0
-                self.connected = True
-            else:
-                missed += 1
-                if missed >= _UNCONNECTED_AFTER:
-                    self.connected = False
-                if missed >= _GONE_AFTER:
-                    raise OSError("bridge not answering")
-            self.wake.clear()
-            await wait_ms(self.wake, self._node.config.get("keepalive_ms", _KEEPALIVE_MS)
-                          if self.connected else _RETRY_MS)
 
     async def register(self, sleep_ms):
         """Register once; True when the bridge answered. sleep_ms: announce that the board

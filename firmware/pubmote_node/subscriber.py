@@ -4,12 +4,12 @@
 # notifies came, however long each fetch takes; a notify sent again while its message is
 # on its way is let go (its ack answers it). Loaded at the first notify: a board that never
 # receives one (one that only publishes, or subscribes to what nobody sends) never holds it.
-import asyncio
-
 from pubmote_wire import control_core as control
 from pubmote_wire import name
 from pubmote_wire import notify_core as notify
 from pubmote_wire.compat import const
+
+from .face import Event
 
 
 class Subscriber:
@@ -30,7 +30,8 @@ class Subscriber:
         # handed on: a fetch tried again (a slow board's timed out) is not overtaken
         self._next = 0
         self._turn = 0
-        self._turned = asyncio.Event()  # set (and cleared) each time the turn moves on
+        # set each time the turn moves on (made only while a notify waits for its turn)
+        self._turned = None
 
     async def on_notify(self, notify_name, topic, publisher, nonce, timeout_ms, retries):
         """Fetch, deliver and ack the message a notify names (topic, publisher and nonce as
@@ -60,7 +61,10 @@ class Subscriber:
                 if data is not None:
                     break
             while self._turn < seq:  # the notifies before it first
-                await self._turned.wait()
+                turned = self._turned
+                if turned is None:
+                    turned = self._turned = Event()
+                await turned.wait()
             if data is not None:
                 ring_remember(self._seen, publisher, nonce)
                 payload = bytes(data.content) if data.content is not None else b""
@@ -70,11 +74,13 @@ class Subscriber:
             fetching.remove(key)
             if self._turn <= seq:  # (past it already: a later one was cancelled waiting)
                 self._turn = seq + 1
-            # every waiter is woken to look at the turn (set, then cleared at once: the
-            # ones woken are already on their way, on both runtimes)
+            # every waiter is woken to look at the turn (and the Event let go: the ones
+            # woken are already on their way, on both runtimes; one still waiting for its
+            # turn makes the next)
             turned = self._turned
-            turned.set()
-            turned.clear()
+            if turned is not None:
+                self._turned = None
+                turned.set()
         if data is None:
             counters["fetch_failed"] += 1
             return

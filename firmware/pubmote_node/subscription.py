@@ -1,9 +1,9 @@
 # What the app receives: Messages, through Subscriptions (nanomsg SUB-style prefix filters
 # over `<topic URI>|<payload>`, each with a bounded queue that keeps the newest). Loaded at
 # the first subscribe(), directed() or message: a board that only publishes never holds it.
-import asyncio
-
 from pubmote_wire.subfilter import SubFilter
+
+from .face import Event
 
 
 def _bytes(prefix):
@@ -32,7 +32,7 @@ class Subscription:
         self.filter = SubFilter()
         self._q = []
         self._qlen = queue_len
-        self._ev = asyncio.Event()
+        self._ev = Event()
         self._subs = subs
         self._changed = changed
         self.dropped = 0

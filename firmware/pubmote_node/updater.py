@@ -13,6 +13,7 @@ from pubmote_wire.compat import const
 
 from . import appslot, upreport
 from .clock import ticks_diff, ticks_ms
+from .face import Event
 
 _TRIES = const(8)  # fetches of one packet before the update is given up
 _WINDOW = const(4)  # segments in flight at once
@@ -128,7 +129,7 @@ async def _fetch(node, ver, man, off, h, out):
     # clock: from the first segment's Interest to the last segment written.
     n, seg, size = man["n"], man["seg"], man["size"]
     t0 = ticks_ms()
-    ev = asyncio.Event()
+    ev = Event()
     slots = {}  # segment -> [Data or None, done, order asked, tries, given up, task]
     order = [0]
 

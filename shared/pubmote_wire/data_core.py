@@ -3,19 +3,10 @@
 # signature over Name..SignatureInfo), decoded into memoryviews. data.py is the whole API:
 # this and what a board seldom or never calls (encode_data and its conveniences,
 # verify_data), which would be heap on every board.
+from . import namewire, tlv
 from .compat import const
 from .errors import DecodeError, EncodeError
-from .namewire import comp_end, name_len, put_name, walk
 from .signature import DIGEST, parse_info
-from .tlv import (
-    TLVReader,
-    is_critical,
-    nonneg_tlv_size,
-    tl_size,
-    write_nonneg_tlv,
-    write_tl,
-    write_tlv,
-)
 
 DATA = const(0x06)  # the packet's TLV type
 _NAME = const(0x07)
@@ -45,8 +36,8 @@ class Data:
 
     def __init__(self):
         _clear(self)
-        self.reader = TLVReader(b"")
-        self.reader2 = TLVReader(b"")
+        self.reader = tlv.TLVReader(b"")
+        self.reader2 = tlv.TLVReader(b"")
 
     # [(start, end)] of the input the signature covers (Name through SignatureInfo).
     @property
@@ -64,38 +55,38 @@ def encode_parts(buf, off, name, n2, n3, n4, content, ct, fresh, fbi, signer):
         signer = DIGEST
     m = 0
     if ct is not None:
-        m += nonneg_tlv_size(_CONTENT_TYPE, ct)
+        m += tlv.nonneg_tlv_size(_CONTENT_TYPE, ct)
     if fresh is not None:
-        m += nonneg_tlv_size(_FRESHNESS, fresh)
+        m += tlv.nonneg_tlv_size(_FRESHNESS, fresh)
     if fbi is not None:
-        m += tl_size(_FINAL_BLOCK_ID, len(fbi))
-    nl = name_len(name, n2, n3, n4)
-    vl = tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
+        m += tlv.tl_size(_FINAL_BLOCK_ID, len(fbi))
+    nl = namewire.name_len(name, n2, n3, n4)
+    vl = tlv.tl_size(_NAME, nl) + signer.info_size() + 2 + signer.sig_len
     if m:
-        vl += tl_size(_META_INFO, m)
+        vl += tlv.tl_size(_META_INFO, m)
     if content is not None:
-        vl += tl_size(_CONTENT, len(content))
-    total = tl_size(DATA, vl)
+        vl += tlv.tl_size(_CONTENT, len(content))
+    total = tlv.tl_size(DATA, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, DATA, vl)
+    p = off + tlv.write_tl(buf, off, DATA, vl)
     s0 = p
-    p += write_tl(buf, p, _NAME, nl)
-    p = put_name(buf, p, name, n2, n3, n4)
+    p += tlv.write_tl(buf, p, _NAME, nl)
+    p = namewire.put_name(buf, p, name, n2, n3, n4)
     if m:
-        p += write_tl(buf, p, _META_INFO, m)
+        p += tlv.write_tl(buf, p, _META_INFO, m)
         if ct is not None:
-            p += write_nonneg_tlv(buf, p, _CONTENT_TYPE, ct)
+            p += tlv.write_nonneg_tlv(buf, p, _CONTENT_TYPE, ct)
         if fresh is not None:
-            p += write_nonneg_tlv(buf, p, _FRESHNESS, fresh)
+            p += tlv.write_nonneg_tlv(buf, p, _FRESHNESS, fresh)
         if fbi is not None:
-            p += write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
+            p += tlv.write_tlv(buf, p, _FINAL_BLOCK_ID, fbi)
     if content is not None:
-        p += write_tlv(buf, p, _CONTENT, content)
+        p += tlv.write_tlv(buf, p, _CONTENT, content)
     p += signer.write_info(buf, p, _SIG_INFO)
-    p += write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
+    p += tlv.write_tlv(buf, p, _SIG_VALUE, signer.sign2(memoryview(buf), s0, p, -1, -1))
     return p - off
 
 
@@ -119,13 +110,13 @@ def decode_data(buf, into=None):
         if rank == 0:
             if t != _NAME:
                 raise DecodeError("bad Data")
-            walk(buf, vs, ve, False)
+            namewire.walk(buf, vs, ve, False)
             d.name = mv[vs:ve]
             rank = 1
             continue
         k = t - 0x12 if 0x14 <= t <= 0x17 else 0  # MetaInfo 2 .. SignatureValue 5
         if k <= rank:  # unknown, repeated or out of order
-            if is_critical(t):
+            if tlv.is_critical(t):
                 raise DecodeError("unknown critical TLV")
             continue
         rank = k
@@ -154,8 +145,8 @@ def _parse_meta_info(d, buf, mv, vs, ve):
         elif t == _FRESHNESS and d.freshness_ms is None:
             d.freshness_ms = q.nonneg()
         elif t == _FINAL_BLOCK_ID and d.final_block_id is None:
-            if q.vend == q.vstart or comp_end(buf, q.vstart, q.vend) != q.vend:
+            if q.vend == q.vstart or namewire.comp_end(buf, q.vstart, q.vend) != q.vend:
                 raise DecodeError("bad name component")
             d.final_block_id = mv[q.vstart : q.vend]
-        elif is_critical(t):
+        elif tlv.is_critical(t):
             raise DecodeError("unknown critical TLV")

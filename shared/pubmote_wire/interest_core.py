@@ -5,19 +5,11 @@
 # heap on a board (each function object, its defaults, its module global).
 from struct import pack_into
 
+from . import tlv
 from .compat import const, sha256, urandom
 from .errors import DecodeError, EncodeError
 from .namewire import name_len, put_name, walk
 from .signature import parse_info
-from .tlv import (
-    TLVReader,
-    is_critical,
-    nonneg_tlv_size,
-    tl_size,
-    write_nonneg_tlv,
-    write_tl,
-    write_tlv,
-)
 
 INTEREST = const(0x05)  # the packet's TLV type
 _NAME = const(0x07)
@@ -86,8 +78,8 @@ class Interest:
 
     def __init__(self):
         _clear(self)
-        self.reader = TLVReader(b"")
-        self.reader2 = TLVReader(b"")
+        self.reader = tlv.TLVReader(b"")
+        self.reader2 = tlv.TLVReader(b"")
 
     # [(start, end)] of the input the signature covers, or None if unsigned: the name
     # around the params digest (a signed Interest always has one), then parameters..info.
@@ -103,25 +95,25 @@ class Interest:
 # ApplicationParameters).
 def _value_len(name_len, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
                hop_limit, params_len, signer, sig_nonce, sig_time_ms, sig_seq):
-    vl = tl_size(_NAME, name_len)
+    vl = tlv.tl_size(_NAME, name_len)
     if can_be_prefix:
         vl += 2
     if must_be_fresh:
         vl += 2
     if forwarding_hint:
-        vl += tl_size(_FORWARDING_HINT, _fh_len(forwarding_hint))
+        vl += tlv.tl_size(_FORWARDING_HINT, _fh_len(forwarding_hint))
     if nonce is not None:
         if nonce < -1 or nonce > 0xFFFFFFFF:  # -1: a random nonce (internal)
             raise EncodeError("too large")
         vl += 6
     if lifetime_ms is not None:
-        vl += nonneg_tlv_size(0x0C, lifetime_ms)
+        vl += tlv.nonneg_tlv_size(0x0C, lifetime_ms)
     if hop_limit is not None:
         if hop_limit < 0 or hop_limit > 255:
             raise EncodeError("too large")
         vl += 3
     if params_len >= 0:
-        vl += tl_size(_APP_PARAMS, params_len)
+        vl += tlv.tl_size(_APP_PARAMS, params_len)
     if signer is not None:
         vl += signer.info_size(True, sig_nonce, sig_time_ms, sig_seq) + 2 + signer.sig_len
     return vl
@@ -130,10 +122,10 @@ def _value_len(name_len, can_be_prefix, must_be_fresh, forwarding_hint, nonce, l
 def _fh_len(fh):
     t = type(fh)
     if t is bytes or t is bytearray or t is memoryview:  # one Name, no list (internal)
-        return tl_size(_NAME, len(fh))
+        return tlv.tl_size(_NAME, len(fh))
     n = 0
     for f in fh:
-        n += tl_size(_NAME, len(f))
+        n += tlv.tl_size(_NAME, len(f))
     return n
 
 
@@ -157,13 +149,13 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
     nl = nl0 + 34 if al >= 0 else nl0
     vl = _value_len(nl, can_be_prefix, must_be_fresh, forwarding_hint, nonce, lifetime_ms,
                     hop_limit, al, signer, sig_nonce, sig_time_ms, sig_seq)
-    total = tl_size(INTEREST, vl)
+    total = tlv.tl_size(INTEREST, vl)
     if buf is None:
         return total
     if off + total > len(buf):
         raise EncodeError("buffer too small")
-    p = off + write_tl(buf, off, INTEREST, vl)
-    p += write_tl(buf, p, _NAME, nl)
+    p = off + tlv.write_tl(buf, off, INTEREST, vl)
+    p += tlv.write_tl(buf, p, _NAME, nl)
     ns = p
     p = ne = put_name(buf, p, name, n2, n3, n4)
     if al >= 0:
@@ -171,9 +163,9 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
         buf[p + 1] = 32
         p += 34
     if can_be_prefix:
-        p += write_tl(buf, p, 0x21, 0)
+        p += tlv.write_tl(buf, p, 0x21, 0)
     if must_be_fresh:
-        p += write_tl(buf, p, 0x12, 0)
+        p += tlv.write_tl(buf, p, 0x12, 0)
     if forwarding_hint:
         p = _put_forwarding_hint(buf, p, forwarding_hint)
     if nonce is not None:
@@ -185,7 +177,7 @@ def encode_parts(buf, off, name, n2=None, n3=None, n4=None, *, can_be_prefix=Fal
             pack_into(">BBI", buf, p, 0x0A, 4, nonce)
         p += 6
     if lifetime_ms is not None:
-        p += write_nonneg_tlv(buf, p, 0x0C, lifetime_ms)
+        p += tlv.write_nonneg_tlv(buf, p, 0x0C, lifetime_ms)
     if hop_limit is not None:
         pack_into("BBB", buf, p, 0x22, 1, hop_limit)
         p += 3
@@ -207,18 +199,18 @@ def _params_len(fill, params_len, app_params, signer):
 
 def _put_forwarding_hint(buf, p, fh):
     # the ForwardingHint: one Name, or a list of them
-    p += write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
+    p += tlv.write_tl(buf, p, _FORWARDING_HINT, _fh_len(fh))
     t = type(fh)
     if t is bytes or t is bytearray or t is memoryview:
-        return p + write_tlv(buf, p, _NAME, fh)
+        return p + tlv.write_tlv(buf, p, _NAME, fh)
     for f in fh:
-        p += write_tlv(buf, p, _NAME, f)
+        p += tlv.write_tlv(buf, p, _NAME, f)
     return p
 
 
 def _put_params(buf, p, al, app_params, fill, fill_a, fill_b, fill_c, fill_d):
     # the ApplicationParameters: app_params, or al bytes that fill writes in place
-    p += write_tl(buf, p, _APP_PARAMS, al)
+    p += tlv.write_tl(buf, p, _APP_PARAMS, al)
     if fill is not None:
         fill(buf, p, fill_a, fill_b, fill_c, fill_d)
     elif al:
@@ -234,7 +226,7 @@ def _sign_and_digest(buf, p, ns, ne, a0, signer, sig_nonce, sig_time_ms, sig_seq
     if signer is not None:
         p += signer.write_info(buf, p, 0x2C, sig_nonce, sig_time_ms, sig_seq)
         sig = signer.sign2(mv, ns, ne, a0, p)
-        p += write_tlv(buf, p, 0x2E, sig)
+        p += tlv.write_tlv(buf, p, 0x2E, sig)
     buf[ne + 2 : ne + 34] = sha256(mv[a0:p]).digest()
     return p
 
@@ -265,7 +257,7 @@ def decode_interest(buf, into=None):
             i.name_start = vs
             i.name_end = ve
         elif k <= rank:  # unknown, repeated or out of order
-            if is_critical(t):
+            if tlv.is_critical(t):
                 raise DecodeError("unknown critical TLV")
             continue
         elif k == 4:
@@ -305,7 +297,7 @@ def _rare(i, k, buf, mv, vs, ve):
             if q.typ == _NAME:
                 walk(buf, q.vstart, q.vend, False)
                 fh.append(mv[q.vstart : q.vend])
-            elif is_critical(q.typ):
+            elif tlv.is_critical(q.typ):
                 raise DecodeError("unknown critical TLV")
     else:
         if ve - vs != 1:

@@ -1,16 +1,8 @@
 # Names at the byte level: check and walk component TLVs, make one, measure and write a
 # Name from parts. Its own small module so that parsing packets loads neither the URI code
 # of name.py nor the signers, and each compiles in a small heap.
+from . import tlv
 from .errors import DecodeError
-from .tlv import (
-    nonneg_size,
-    read_varnum,
-    tl_size,
-    varnum_size,
-    write_nonneg,
-    write_tlv,
-    write_varnum,
-)
 
 
 # Check the component TLV at buf[p] (within e); return its end (an int: no tuple to allocate).
@@ -19,7 +11,7 @@ def comp_end(buf, p, e):
     if t < 0xFD:
         p += 1
     else:
-        t, k = read_varnum(buf, p, e)
+        t, k = tlv.read_varnum(buf, p, e)
         p += k
     if p >= e:
         raise DecodeError("truncated")
@@ -27,7 +19,7 @@ def comp_end(buf, p, e):
     if n < 0xFD:
         p += 1
     else:
-        n, k = read_varnum(buf, p, e)
+        n, k = tlv.read_varnum(buf, p, e)
         p += k
     if n > e - p or t == 0 or t > 0xFFFF or (t < 3 and n != 32):
         raise DecodeError("bad name component")
@@ -47,7 +39,7 @@ def walk(buf, p, e, single):
             continue
         s = p
         if t >= 0xFD:  # a long type (rare): only its value matters here
-            t = read_varnum(buf, p, e)[0]
+            t = tlv.read_varnum(buf, p, e)[0]
         p = comp_end(buf, p, e)
         if t == 2:
             if dpos < 0:
@@ -66,7 +58,7 @@ def name_len(name, n2, n3, n4):
     if n3 is not None:
         n += len(n3)
     if n4 is not None:
-        n += tl_size(8, len(n4))
+        n += tlv.tl_size(8, len(n4))
     return n
 
 
@@ -83,7 +75,7 @@ def put_name(buf, p, name, n2, n3, n4):
         buf[e:p] = n3
         e = p
     if n4 is not None:
-        e += write_tlv(buf, e, 8, n4)
+        e += tlv.write_tlv(buf, e, 8, n4)
     return e
 
 
@@ -94,18 +86,18 @@ def component(typ, value):
 
         raise EncodeError("bad name component")
     n = len(value)
-    out = bytearray(varnum_size(typ) + varnum_size(n) + n)
-    h = write_varnum(out, 0, typ)
-    h += write_varnum(out, h, n)
+    out = bytearray(tlv.varnum_size(typ) + tlv.varnum_size(n) + n)
+    h = tlv.write_varnum(out, 0, typ)
+    h += tlv.write_varnum(out, h, n)
     out[h:] = value
     return bytes(out)
 
 
 # A component of type typ (under 253) holding the NonNegativeInteger n.
 def number_component(typ, n):
-    w = nonneg_size(n)
+    w = tlv.nonneg_size(n)
     out = bytearray(2 + w)
     out[0] = typ
     out[1] = w
-    write_nonneg(out, 2, n)
+    tlv.write_nonneg(out, 2, n)
     return bytes(out)

@@ -5,12 +5,11 @@
 # notify.py is the whole API: this and what a board never calls (msg_name,
 # decode_notify_params, inline_msg, taken_ms), which would be heap on every board.
 from . import data_core as _data
+from . import interest_core as _interest
+from . import namewire, tlv
 from .compat import const
 from .errors import DecodeError
-from .interest_core import decode_interest, encode_parts
-from .namewire import comp_end, walk
 from .signature import DIGEST
-from .tlv import is_critical, tl_size, write_tl, write_tlv
 
 NOTIFY_NONCE = const(0x80)
 PUBLISHER_FWD_HINT = const(0xD3)
@@ -39,13 +38,13 @@ def notify_name(topic):
 # Bytes of the NotifyAppParam value (what goes inside ApplicationParameters).
 # taken: TakenTime's value, the 8 bytes of a NonNegativeInteger (taken_value), or None.
 def notify_params_size(publisher, nonce, fwd_hint=None, taken=None):
-    n = 0 if taken is None else tl_size(TAKEN_TIME, len(taken))
+    n = 0 if taken is None else tlv.tl_size(TAKEN_TIME, len(taken))
     if publisher is not None:
-        n += tl_size(_NAME, len(publisher))
+        n += tlv.tl_size(_NAME, len(publisher))
     if nonce is not None:
-        n += tl_size(NOTIFY_NONCE, len(nonce))
+        n += tlv.tl_size(NOTIFY_NONCE, len(nonce))
     if fwd_hint is not None:
-        n += tl_size(PUBLISHER_FWD_HINT, tl_size(_NAME, len(fwd_hint)))
+        n += tlv.tl_size(PUBLISHER_FWD_HINT, tlv.tl_size(_NAME, len(fwd_hint)))
     return n
 
 
@@ -53,21 +52,21 @@ def notify_params_size(publisher, nonce, fwd_hint=None, taken=None):
 def write_notify_params(buf, off, publisher, nonce, fwd_hint=None, taken=None):
     p = off
     if publisher is not None:
-        p += write_tlv(buf, p, _NAME, publisher)
+        p += tlv.write_tlv(buf, p, _NAME, publisher)
     if nonce is not None:
-        p += write_tlv(buf, p, NOTIFY_NONCE, nonce)
+        p += tlv.write_tlv(buf, p, NOTIFY_NONCE, nonce)
     if fwd_hint is not None:
-        p += write_tl(buf, p, PUBLISHER_FWD_HINT, tl_size(_NAME, len(fwd_hint)))
-        p += write_tlv(buf, p, _NAME, fwd_hint)
+        p += tlv.write_tl(buf, p, PUBLISHER_FWD_HINT, tlv.tl_size(_NAME, len(fwd_hint)))
+        p += tlv.write_tlv(buf, p, _NAME, fwd_hint)
     if taken is not None:
-        p += write_tlv(buf, p, TAKEN_TIME, taken)
+        p += tlv.write_tlv(buf, p, TAKEN_TIME, taken)
     return p - off
 
 
 # The NotifyAppParam value of a notify carrying its message inline (no forwarding hint).
 def _write_params_inline(buf, off, publisher, nonce, inline, taken):
     p = off + write_notify_params(buf, off, publisher, nonce, None, taken)
-    p += write_tlv(buf, p, INLINE_MSG, inline)
+    p += tlv.write_tlv(buf, p, INLINE_MSG, inline)
     return p - off
 
 
@@ -94,12 +93,12 @@ def _params(o, r, q, mv):
             continue
         k = 1 if t == _NAME else 2 if t == NOTIFY_NONCE else 3 if t == PUBLISHER_FWD_HINT else 0
         if k <= rank:  # unknown, repeated or out of order
-            if is_critical(t):
+            if tlv.is_critical(t):
                 raise DecodeError("unknown critical TLV")
             continue
         rank = k
         if k == 1:
-            walk(mv, r.vstart, r.vend, False)
+            namewire.walk(mv, r.vstart, r.vend, False)
             o.notify_publisher = mv[r.vstart : r.vend]
         elif k == 2:
             o.notify_nonce = mv[r.vstart : r.vend]
@@ -107,9 +106,9 @@ def _params(o, r, q, mv):
             q.reset(mv, r.vstart, r.vend)
             while q.next():
                 if q.typ == _NAME and o.notify_fwd_hint is None:
-                    walk(mv, q.vstart, q.vend, False)
+                    namewire.walk(mv, q.vstart, q.vend, False)
                     o.notify_fwd_hint = mv[q.vstart : q.vend]
-                elif is_critical(q.typ):
+                elif tlv.is_critical(q.typ):
                     raise DecodeError("unknown critical TLV")
 
 
@@ -126,15 +125,15 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
     if inline is not None:
         if fwd_hint is not None:
             raise ValueError("an inline message goes without a forwarding hint")
-        return encode_parts(buf, off, topic, NOTIFY,
+        return _interest.encode_parts(buf, off, topic, NOTIFY,
                             nonce=-1 if interest_nonce is None else interest_nonce,
                             lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                             sig_time_ms=sig_time_ms,
                             params_len=notify_params_size(publisher, nonce, None, taken)
-                            + tl_size(INLINE_MSG, len(inline)),
+                            + tlv.tl_size(INLINE_MSG, len(inline)),
                             fill=_write_params_inline, fill_a=publisher, fill_b=nonce,
                             fill_c=inline, fill_d=taken)
-    return encode_parts(buf, off, topic, NOTIFY,
+    return _interest.encode_parts(buf, off, topic, NOTIFY,
                         nonce=-1 if interest_nonce is None else interest_nonce,
                         lifetime_ms=lifetime_ms, signer=signer, sig_nonce=sig_nonce,
                         sig_time_ms=sig_time_ms,
@@ -147,7 +146,7 @@ def encode_notify_interest(buf, off, topic, publisher, nonce, *, fwd_hint=None,
 # publisher's forwarding-hint Name from the notify, if any.
 def encode_msg_interest(buf, off, publisher, topic, nonce, *, interest_nonce=None,
                         lifetime_ms=DEFAULT_LIFETIME_MS, fwd_hint=None):
-    return encode_parts(buf, off, publisher, MSG, topic, nonce, forwarding_hint=fwd_hint,
+    return _interest.encode_parts(buf, off, publisher, MSG, topic, nonce, forwarding_hint=fwd_hint,
                         nonce=-1 if interest_nonce is None else interest_nonce,
                         lifetime_ms=lifetime_ms)
 
@@ -172,7 +171,7 @@ def taken_value(ms):
 # Decode a notify Interest: (topic, publisher, nonce, fwd_hint, interest). topic is
 # the name without its trailing notify and ParametersSha256Digest components.
 def parse_notify_interest(buf, into=None):
-    return notify_parts(decode_interest(buf, into), buf)
+    return notify_parts(_interest.decode_interest(buf, into), buf)
 
 
 # The same from an Interest already decoded from buf (a forwarder decodes every Interest
@@ -187,7 +186,7 @@ def notify_parts(i, buf):
     last = -1
     while p < dp:
         last = p
-        p = comp_end(buf, p, dp)
+        p = namewire.comp_end(buf, p, dp)
     if last < 0 or dp - last != 8:
         raise DecodeError("not a notify Interest")
     k = 0

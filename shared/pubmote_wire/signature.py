@@ -2,18 +2,10 @@
 # written and parsed, and the signers' base, which is DigestSha256 itself. HmacSigner
 # (hmac256.py) and the checking of signatures (verify.py) are loaded only where they are
 # used. Every hash is fed region by region from a memoryview so signing copies nothing.
+from . import tlv
 from .compat import const, sha256
 from .errors import DecodeError
 from .namewire import walk
-from .tlv import (
-    is_critical,
-    nonneg_tlv_size,
-    read_tlv,
-    tl_size,
-    write_nonneg_tlv,
-    write_tl,
-    write_tlv,
-)
 
 DIGEST_SHA256 = const(0)
 SHA256_WITH_RSA = const(1)
@@ -33,7 +25,7 @@ _SIG_SEQ = const(0x2A)
 
 def _nonce_tlv(v):
     # SignatureNonce is raw bytes per the spec; an int is written as python-ndn does (uint).
-    return nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tl_size(_SIG_NONCE, len(v))
+    return tlv.nonneg_tlv_size(_SIG_NONCE, v) if isinstance(v, int) else tlv.tl_size(_SIG_NONCE, len(v))
 
 
 class Signer:
@@ -56,36 +48,36 @@ class Signer:
     def _info_len(self, sig_nonce, sig_time_ms, sig_seq):
         n = 3
         if self.key_name is not None:
-            n += tl_size(_KEY_LOCATOR, tl_size(_NAME, len(self.key_name)))
+            n += tlv.tl_size(_KEY_LOCATOR, tlv.tl_size(_NAME, len(self.key_name)))
         if sig_nonce is not None:
             n += _nonce_tlv(sig_nonce)
         if sig_time_ms is not None:
-            n += nonneg_tlv_size(_SIG_TIME, sig_time_ms)
+            n += tlv.nonneg_tlv_size(_SIG_TIME, sig_time_ms)
         if sig_seq is not None:
-            n += nonneg_tlv_size(_SIG_SEQ, sig_seq)
+            n += tlv.nonneg_tlv_size(_SIG_SEQ, sig_seq)
         return n
 
     # Bytes of the whole (Interest)SignatureInfo TLV.
     def info_size(self, interest=False, sig_nonce=None, sig_time_ms=None, sig_seq=None):
-        return tl_size(0x16, self._info_len(sig_nonce, sig_time_ms, sig_seq))
+        return tlv.tl_size(0x16, self._info_len(sig_nonce, sig_time_ms, sig_seq))
 
     # Write SignatureInfo (0x16) or InterestSignatureInfo (0x2c); return bytes written.
     def write_info(self, buf, off, typ_tlv, sig_nonce=None, sig_time_ms=None, sig_seq=None):
-        p = off + write_tl(buf, off, typ_tlv, self._info_len(sig_nonce, sig_time_ms, sig_seq))
-        p += write_nonneg_tlv(buf, p, _SIGNATURE_TYPE, self.sig_type)
+        p = off + tlv.write_tl(buf, off, typ_tlv, self._info_len(sig_nonce, sig_time_ms, sig_seq))
+        p += tlv.write_nonneg_tlv(buf, p, _SIGNATURE_TYPE, self.sig_type)
         kn = self.key_name
         if kn is not None:
-            p += write_tl(buf, p, _KEY_LOCATOR, tl_size(_NAME, len(kn)))
-            p += write_tlv(buf, p, _NAME, kn)
+            p += tlv.write_tl(buf, p, _KEY_LOCATOR, tlv.tl_size(_NAME, len(kn)))
+            p += tlv.write_tlv(buf, p, _NAME, kn)
         if sig_nonce is not None:
             if isinstance(sig_nonce, int):
-                p += write_nonneg_tlv(buf, p, _SIG_NONCE, sig_nonce)
+                p += tlv.write_nonneg_tlv(buf, p, _SIG_NONCE, sig_nonce)
             else:
-                p += write_tlv(buf, p, _SIG_NONCE, sig_nonce)
+                p += tlv.write_tlv(buf, p, _SIG_NONCE, sig_nonce)
         if sig_time_ms is not None:
-            p += write_nonneg_tlv(buf, p, _SIG_TIME, sig_time_ms)
+            p += tlv.write_nonneg_tlv(buf, p, _SIG_TIME, sig_time_ms)
         if sig_seq is not None:
-            p += write_nonneg_tlv(buf, p, _SIG_SEQ, sig_seq)
+            p += tlv.write_nonneg_tlv(buf, p, _SIG_SEQ, sig_seq)
         return p - off
 
     # The 32-byte signature over the (start, end) regions of buf, in order.
@@ -119,7 +111,7 @@ def parse_info(obj, q, buf, p, e, strict):
             obj.sig_type = q.nonneg()
         elif t == _KEY_LOCATOR:
             # A Name (kept) or a KeyDigest (ignored), filling the KeyLocator.
-            t, s, v = read_tlv(buf, q.vstart, q.vend)
+            t, s, v = tlv.read_tlv(buf, q.vstart, q.vend)
             if v != q.vend or (t != _NAME and t != 0x1D):
                 raise DecodeError("bad SignatureInfo")
             if t == _NAME:
@@ -131,7 +123,7 @@ def parse_info(obj, q, buf, p, e, strict):
             obj.sig_time_ms = q.nonneg()
         elif t == _SIG_SEQ:
             obj.sig_seq = q.nonneg()
-        elif strict and is_critical(t):
+        elif strict and tlv.is_critical(t):
             raise DecodeError("unknown critical TLV")
     if obj.sig_type is None:
         raise DecodeError("bad SignatureInfo")

@@ -38,10 +38,15 @@ async def settled(node):
     return last
 
 
-async def main(node):
+def main(node):
+    # the coroutine the board's boot awaits: the demo app's own, as on a board that runs
+    # it (no frame of this module's held under it), or the bench's
     if node.config.get("bench_demo"):
-        await demo(node)
-        return
+        return demo(node)
+    return bench(node)
+
+
+async def bench(node):
     n = node.config.get("bench_n", N)
     print("BENCH heap.after_node %d" % live())
     runner = asyncio.create_task(node.run())
@@ -94,8 +99,9 @@ async def main(node):
     print("BENCH heap.after_recv_late %d" % await settled(node))
     s = node.stats()
     # the node's packet buffers start small and grow at the first bigger packet: whether
-    # this run's packets made them grow (the heap rows above hold them either way)
-    print("BENCH buf.tx %d" % len(node.exchange.tx))
+    # this run's packets made them grow (the heap rows above hold the decoder's; the
+    # scratch is made per packet)
+    print("BENCH buf.tx %d" % node.exchange.tx_size)
     print("BENCH buf.rx_frame %d" % len(node.port.decoder.buf))
     print("BENCH recv.count %d" % got)
     print("BENCH node.sub_dropped %d" % s["sub_dropped"])
@@ -104,18 +110,16 @@ async def main(node):
     await runner  # the node keeps its link until the bench stops the board
 
 
-async def demo(node):
-    # the demo app as a board runs it (pubmote_node.demo), and beside it a task that prints
-    # the live heap, what the demo received and what it published, every 500 ms (not a
-    # multiple of the demo's period: the readings are caught at every phase of their round
-    # trip). The task and this module's globals are all the bench adds to the demo's heap
+def demo(node):
+    # the demo app as a board runs it (pubmote_node.demo: its coroutine, returned), and
+    # beside it a task that prints the live heap, what the demo received and what it
+    # published, every 500 ms (not a multiple of the demo's period: the readings are caught
+    # at every phase of their round trip). The task and this module's globals are all the
+    # bench adds to the demo's heap (the demo runs until the bench stops the board)
     from pubmote_node import demo as app
 
-    watch = asyncio.create_task(_watch(node))
-    try:
-        await app.main(node, node.config.get("period_ms", 1000))
-    finally:
-        watch.cancel()
+    asyncio.create_task(_watch(node))  # noqa: RUF006 - MicroPython's scheduler holds it
+    return app.main(node, node.config.get("period_ms", 1000))
 
 
 async def _watch(node):

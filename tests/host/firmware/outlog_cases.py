@@ -238,7 +238,7 @@ def _payloads(ob):
 def test_the_outbox_over_the_log_starts_with_what_a_reboot_left():
     import asyncio
 
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     cfg = {"outbox_dir": d, "outbox_len": 8}
@@ -274,7 +274,7 @@ def test_a_reading_keeps_its_time_through_a_reboot():
     import asyncio
 
     from pubmote_node.clock import ticks_ms
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     gw = 1700000000000  # the gateway's clock, ms since 1970
@@ -305,7 +305,7 @@ def test_a_reading_keeps_its_time_through_a_reboot():
 
 
 def test_an_outbox_dir_that_cannot_be_made_leaves_the_outbox_in_ram():
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     node = _Node({"outbox_dir": _fresh() + "/no/such/dir"})
     ob = Outbox(node, None)
@@ -334,7 +334,7 @@ def test_past_its_ram_bounds_the_durable_outbox_keeps_messages_on_flash():
     # and all sent in order. A message on flash only keeps its ticks while the boot lasts
     import asyncio
 
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     cfg = {"outbox_dir": d, "outbox_len": 8, "outbox_log_bytes": 32768}
@@ -384,7 +384,7 @@ def test_a_long_outage_on_flash_costs_the_heap_nothing_per_segment():
     # the app's publish, 10 minutes into an outage)
     import asyncio
 
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     cfg = {"outbox_dir": d, "outbox_len": 8, "outbox_log_bytes": 2000000}
@@ -414,7 +414,7 @@ def test_a_log_larger_than_the_heap_is_taken_in_as_it_is_read():
     # than the unix port's 256 kB heap holds beside the outbox's copy; read whole it was
     # a MemoryError at every boot. Taken in record by record, the heap is the bound: the
     # oldest dropped and counted, the newest held in order (on CPython all of them)
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     log = OutLog(d)
@@ -433,7 +433,7 @@ def test_a_log_larger_than_the_heap_is_taken_in_as_it_is_read():
 
 
 def test_name_in_the_outbox_dir_is_the_boards():
-    from pubmote_node.outbox import Outbox
+    from pubmote_node.outbox_durable import DurableOutbox as Outbox
 
     d = _fresh()
     os.mkdir(d)
