@@ -53,7 +53,7 @@ def main():
     ob = Outbox(node, None)
     ram_empty = live() - base
     for i in range(64):
-        ob._hold(TOPIC, reading(i))  # noqa: SLF001
+        ob._hold(TOPIC, reading(i), i * 1000)  # noqa: SLF001 - stamps as ticks_ms
     ram_full = live() - base
     node = ob = None
     gc.collect()

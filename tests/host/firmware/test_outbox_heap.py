@@ -58,3 +58,24 @@ def test_bounds_beyond_the_heap_drop_the_oldest_instead_of_failing() -> None:
     # of itself free for the app
     assert held + dropped == 4000 and held >= 100 and dropped > 0, out
     assert int(words[words.index("free") + 1]) >= 4096, out
+
+
+def test_the_outbox_heap_bench_runs_on_the_unix_port(tmp_path: Path) -> None:
+    """bench/firmware/outbox_heap.py (what bench/firmware/outbox_pico.py runs on the
+    emulated Pico) on the unix port: every figure printed, the 64 readings replayed."""
+    exe = str(Path(sys.executable).parent / "micropython")
+    path = [".frozen", str(ROOT / "firmware"), str(ROOT / "shared")]
+    env = dict(os.environ, MICROPYPATH=":".join(path))
+    p = subprocess.run([exe, "-X", "heapsize=256k",
+                        str(ROOT / "bench" / "firmware" / "outbox_heap.py"),
+                        str(tmp_path / "outbox")], capture_output=True, text=True,
+                       timeout=120, env=env, cwd=tmp_path)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    figures = dict(line.split()[1:] for line in p.stdout.splitlines()
+                   if line.startswith("BENCH outbox_heap."))
+    assert sorted(figures) == ["outbox_heap.%s" % k for k in (
+        "durable_64", "durable_empty", "node", "ram_64", "ram_empty", "replayed")], out
+    assert figures["outbox_heap.replayed"] == "64", out
+    # 64 readings held in RAM cost heap
+    assert int(figures["outbox_heap.ram_64"]) > int(figures["outbox_heap.ram_empty"]), out
