@@ -43,8 +43,8 @@ def test_local_and_remote_runs_write_the_same_tables(spark: Any, connect_url: st
         [PUBMOTE, "pipeline", str(tmp_path / "j"), "--out", str(tmp_path / "local"),
          "--master", "local[2]", "--conf", "spark.sql.shuffle.partitions=2"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    jvms: dict[int, str] = {}  # the local run's JVM, seen while it runs
-    watch = threading.Thread(target=_watch_jvms, args=(local, jvms), daemon=True)
+    seen: dict[int, str] = {}  # the local run's JVM, seen while it runs
+    watch = threading.Thread(target=_watch_jvms, args=(local, seen), daemon=True)
     watch.start()
     try:
         # relative paths from another working folder than the server's, and no Java at
@@ -59,7 +59,7 @@ def test_local_and_remote_runs_write_the_same_tables(spark: Any, connect_url: st
     assert local.returncode == 0, out[-3000:]
     watch.join(timeout=60)
     # a short run (backlog.short_run): the JVM keeps to its first JIT compiler
-    assert [c for c in jvms.values() if "-XX:TieredStopAtLevel=1" in c], jvms
+    assert [c for c in seen.values() if "-XX:TieredStopAtLevel=1" in c], seen
     assert "pipeline: wrote windows" in remote.stderr
     assert (tmp_path / "rep" / "index.html").exists() and (tmp_path / "rep" / "rate.png").exists()
     got_w, got_h = _tables(spark, tmp_path / "remote")
