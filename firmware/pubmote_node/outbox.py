@@ -9,9 +9,10 @@
 # on the filesystem until it leaves the outbox, and starts with those a reboot left there).
 # Each message keeps the time it was taken: its publish ticks while the board runs, and in
 # its log record the time itself (ticks mean nothing after a reboot), when the clock was
-# synced. The heap bounds it too: bounds set beyond what the heap holds (a long outage's worth) make the oldest go,
-# counted the same, once fewer than _RESERVE bytes would be left free, or when the heap
-# cannot grow the queue, rather than a MemoryError in the app's publish.
+# synced. The heap bounds it too: bounds set beyond what the heap holds (a long outage's
+# worth) make the oldest go, counted the same, once fewer than _RESERVE bytes would be left
+# free, or when the heap cannot grow the queue, rather than a MemoryError in the app's
+# publish.
 import asyncio
 import gc
 
