@@ -373,7 +373,8 @@ def report(r: dict[str, int], wire: dict[str, int], wall_s: float, n: int) -> No
               "%d baud -> %.0f msgs/s; rate / limit = %.2f"
               % (up, down, UART_BAUD, limit, rate / limit))
         print("  the node's packet buffers at the end: scratch %s B (made per packet), frame "
-              "decoder %s B (they start small and grow to a 1 kB packet's size at the first packet that needs it)"
+              "decoder %s B (they start small and grow to a 1 kB packet's size at the first "
+              "packet that needs it)"
               % (r.get("buf.tx", "?"), r.get("buf.rx_frame", "?")))
         print("  received: %s of %d (queue drops %s; at the end %s left queued, %s Interests "
               "pending; Nacks from the bridge %s); wall time %.0f s"

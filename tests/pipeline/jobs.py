@@ -57,14 +57,6 @@ def jvms(pid: int) -> dict[int, str]:
     return {p: c for p, c in lines.items() if c.split(" ", 1)[0].endswith("java")}
 
 
-def rss_bytes(pid: int) -> int:
-    """pid's resident memory."""
-    for line in Path("/proc/%d/status" % pid).read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS for %d" % pid)
-
-
 def committed_batches(ckpt: Path, what: str) -> int:
     """Batches in the windows query's checkpoint log `what` ("offsets" or "commits")."""
     d = ckpt / "windows" / what

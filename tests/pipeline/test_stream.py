@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jobs import PipelineJob, committed_batches, jvms, rss_bytes
+from jobs import PipelineJob, committed_batches, jvms
+from measure import proc_kb
 
 import oracle
 from pubmote.pipeline.batch import compute
@@ -49,7 +50,8 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
             if n == 0:  # a resident job's JVM took its whole heap as it started
                 (pid, line), = jvms(job.p.pid).items()
                 assert "-Xms480m -XX:+AlwaysPreTouch" in line, line
-                assert rss_bytes(pid) > 480 << 20
+                rss_kib = proc_kb("VmRSS", pid)
+                assert rss_kib is not None and rss_kib > 480 << 10, rss_kib
             # aim for the worst moment: a batch planned (offsets written) but not committed
             deadline = time.monotonic() + 5
             while (committed_batches(ckpt, "offsets") <= committed_batches(ckpt, "commits")

@@ -43,12 +43,18 @@ print("held", len(ob), "dropped", node.counters["outbox_dropped"],
 """
 
 
-def test_bounds_beyond_the_heap_drop_the_oldest_instead_of_failing() -> None:
-    exe = str(Path(sys.executable).parent / "micropython")
+def _micropython(heap: str, *args: str, cwd: Path | None = None
+                 ) -> subprocess.CompletedProcess[str]:
+    """The venv's MicroPython unix port with the firmware and the codec on its path."""
     path = [".frozen", str(ROOT / "firmware"), str(ROOT / "shared")]
-    env = dict(os.environ, MICROPYPATH=":".join(path))
-    p = subprocess.run([exe, "-X", "heapsize=64k", "-c", SCRIPT], capture_output=True,
-                       text=True, timeout=120, env=env)
+    return subprocess.run([str(Path(sys.executable).parent / "micropython"), "-X",
+                           "heapsize=" + heap, *args], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, MICROPYPATH=":".join(path)),
+                          cwd=cwd)
+
+
+def test_bounds_beyond_the_heap_drop_the_oldest_instead_of_failing() -> None:
+    p = _micropython("64k", "-c", SCRIPT)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     words = out.split()
@@ -63,13 +69,8 @@ def test_bounds_beyond_the_heap_drop_the_oldest_instead_of_failing() -> None:
 def test_the_outbox_heap_bench_runs_on_the_unix_port(tmp_path: Path) -> None:
     """bench/firmware/outbox_heap.py (what bench/firmware/outbox_pico.py runs on the
     emulated Pico) on the unix port: every figure printed, the 64 readings replayed."""
-    exe = str(Path(sys.executable).parent / "micropython")
-    path = [".frozen", str(ROOT / "firmware"), str(ROOT / "shared")]
-    env = dict(os.environ, MICROPYPATH=":".join(path))
-    p = subprocess.run([exe, "-X", "heapsize=256k",
-                        str(ROOT / "bench" / "firmware" / "outbox_heap.py"),
-                        str(tmp_path / "outbox")], capture_output=True, text=True,
-                       timeout=120, env=env, cwd=tmp_path)
+    p = _micropython("256k", str(ROOT / "bench" / "firmware" / "outbox_heap.py"),
+                     str(tmp_path / "outbox"), cwd=tmp_path)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
     figures = dict(line.split()[1:] for line in p.stdout.splitlines()
