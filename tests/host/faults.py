@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from measure import Bound, Measure
+from measure import Bound, Measure, proc_kb
 
 from e2e import (
     APPS,
@@ -209,12 +209,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6,
             flood_start = _count(bridge, b"/bench/sim1/data")
             m.bound = Bound(bridge.cfg).sp_pub(1).boards()
             m.before()
-            rss_start = rss_kb()
+            rss_start = proc_kb("VmRSS") or -1
             t0 = time.monotonic()
             await asyncio.sleep(seconds)
             elapsed = time.monotonic() - t0
             flood_msgs = _count(bridge, b"/bench/sim1/data") - flood_start
-            rss_end = rss_kb()
+            rss_end = proc_kb("VmRSS") or -1
             m.sample()
             flood.power_off()
             calm.power_off()
@@ -309,14 +309,6 @@ def relayed_unheard(journal: Path, topic: str, *, after_ms: float) -> set[int]:
 def _count(bridge: Any, topic: bytes) -> int:
     st = bridge.hub.topic_stats().get(topic)
     return st.count if st is not None else 0
-
-
-def rss_kb() -> int:
-    """This process's resident memory (the bridge runs in it), from /proc."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return -1
 
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+import math
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import Log
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 TOP_TOPICS = 8  # lines per plot; the rest are summed as "other topics"
 MAX_POINTS = 240  # time buckets per line (windows are merged beyond that)
 BINS_PER_DECADE = 20
+LATENCY_DIGITS = 4  # significant digits of the page's latency percentiles
+PERCENTILES = (0.5, 0.9, 0.99)
 
 
 def _plt() -> Any:
@@ -119,13 +122,6 @@ def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]]
     from pyspark.sql import functions as F
 
     start, end = F.col("window_start").cast("long"), F.col("window_end").cast("long")
-    span = windows.agg(F.min(start).alias("lo"), F.max(end).alias("hi"),
-                       F.min(end - start).alias("w")).first()
-    if span is None or span["lo"] is None:
-        return {}, {}, {}
-    lo, w = int(span["lo"]), max(1, int(span["w"]))
-    bucket_s = w * max(1, -(-(int(span["hi"]) - lo) // (w * MAX_POINTS)))
-    t = F.timestamp_seconds(F.floor((start - lo) / bucket_s) * bucket_s + lo).alias("t")
 
     def top(key: str) -> list[str]:
         return [r[key] for r in windows.groupBy(key).agg(F.sum("messages").alias("n"))
@@ -138,8 +134,16 @@ def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]]
                 .groupBy(t, F.col(key).alias("key")).agg(weighted.alias("value")).collect())
 
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="pubmote-series") as pool:
+        # the span and the top lines at once: each is a round trip to Spark
         topics_f, boards_f = pool.submit(top, "topic"), pool.submit(top, "origin")
+        span = windows.agg(F.min(start).alias("lo"), F.max(end).alias("hi"),
+                           F.min(end - start).alias("w")).first()
         topics, boards = topics_f.result(), boards_f.result()
+        if span is None or span["lo"] is None:
+            return {}, {}, {}
+        lo, w = int(span["lo"]), max(1, int(span["w"]))
+        bucket_s = w * max(1, -(-(int(span["hi"]) - lo) // (w * MAX_POINTS)))
+        t = F.timestamp_seconds(F.floor((start - lo) / bucket_s) * bucket_s + lo).alias("t")
         rate_key = F.when(F.col("topic").isin(topics), F.col("topic")).otherwise("other topics")
         rates = pool.submit(lambda: windows.groupBy(t, rate_key.alias("key"))
                             .agg((F.sum("messages") / bucket_s).alias("value")).collect())
@@ -147,6 +151,62 @@ def _time_series(windows: DataFrame) -> tuple[dict[str, list[tuple[Any, float]]]
         by_board = pool.submit(readings, "origin", boards)
         return (_series(rates.result()), _series(by_topic.result()),
                 _series(by_board.result()))
+
+
+class Latencies(NamedTuple):
+    """The deliveries' latencies on the page: how many, their histogram ((bin, count),
+    BINS_PER_DECADE bins a decade, positive latencies only), and PERCENTILES then the
+    maximum (ms)."""
+
+    n: int
+    hist: list[tuple[float, int]]
+    percentiles: list[float]
+
+
+def latency_summary(delivered: DataFrame) -> Latencies:
+    """The page's latency figures from one query over the deliveries (instead of one for
+    the histogram and one for the percentiles: each read every journal row again). Spark
+    counts the latencies per histogram bin and value to LATENCY_DIGITS significant digits,
+    some 9,000 groups a decade at most whatever the journal's length; the percentiles are
+    picked here, as the windows table picks them (the smallest latency with at least p of
+    them at or below it), each within 10^-(LATENCY_DIGITS-1) of its value, and the
+    maximum exact. Latencies of 0 or less (a clock stepped back) count in the percentiles,
+    not in the log-scale histogram."""
+    from pyspark.sql import functions as F
+
+    lat = F.col("latency_ms")
+    size = F.abs(lat)
+    exp = F.floor(F.log10(size))  # NULL for 0
+    groups = (delivered.where(lat.isNotNull())
+              .groupBy(F.signum(lat).alias("sign"), exp.alias("e"),
+                       F.round(size / F.pow(F.lit(10.0), exp), LATENCY_DIGITS - 1).alias("m"),
+                       F.floor(F.log10(lat) * BINS_PER_DECADE).alias("bin"))  # NULL: <= 0
+              .agg(F.count(F.lit(1)).alias("n"), F.max(lat).alias("hi"))
+              .collect())
+    hist: dict[float, int] = {}
+    for g in groups:
+        if g["bin"] is not None:
+            hist[float(g["bin"])] = hist.get(float(g["bin"]), 0) + int(g["n"])
+
+    def by_value(g: Any) -> tuple[float, ...]:
+        # rounding keeps the order: a group's latencies are all below the next one's
+        sign = g["sign"]
+        return (sign, sign * (g["e"] or 0), sign * (g["m"] or 0), g["bin"] or 0, g["hi"])
+
+    ranked = sorted(groups, key=by_value)
+    n = sum(int(g["n"]) for g in ranked)
+    picks: list[float] = []
+    seen, i = 0, 0
+    for p in PERCENTILES:
+        rank = max(1, math.ceil(n * p))
+        while i < len(ranked) and seen + int(ranked[i]["n"]) < rank:
+            seen += int(ranked[i]["n"])
+            i += 1
+        if i < len(ranked):
+            picks.append(float(ranked[i]["hi"]))
+    if ranked:
+        picks.append(max(float(g["hi"]) for g in ranked))
+    return Latencies(n, sorted(hist.items()), picks)
 
 
 def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str | Path, *,
@@ -161,7 +221,6 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
     out.mkdir(parents=True, exist_ok=True)
     windows = spark.read.parquet(str(Path(tables) / "windows"))
     health = spark.read.parquet(str(Path(tables) / "health"))
-    lat = F.col("latency_ms")
     # The page's queries are small and independent: at once, they share Spark's cores
     # and each one's planning and scheduling (most of a small query's time, and of a
     # Spark Connect round trip) overlaps the others'.
@@ -172,12 +231,7 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
             *[F.sum(c).alias(c) for c in ("published", "delivered_to", "dropped_to", "lost",
                                           "ups", "reconnects", "downs")])
             .orderBy("node").collect())
-        hist_f = submit(lambda: j.where((F.col("outcome") == "delivered") & (lat > 0))
-                        .groupBy(F.floor(F.log10(lat) * BINS_PER_DECADE).alias("b"))
-                        .count().orderBy("b").collect())
-        pct_f = submit(lambda: j.where(F.col("outcome") == "delivered").agg(
-            F.percentile_approx(lat, [0.5, 0.9, 0.99, 1.0]).alias("p"),
-            F.count(lat).alias("n")).first())
+        hist_f = submit(lambda: latency_summary(j.where(F.col("outcome") == "delivered")))
         last_f = submit(lambda: j.where(F.col("reading").isNotNull())
                         .groupBy("topic", "origin")
                         .agg(F.max_by("reading", "t_bridge").alias("reading"),
@@ -212,25 +266,23 @@ def write_report(spark: SparkSession, j: DataFrame, tables: str | Path, out: str
                 if hrows:
                     pngs["Per-node health"] = _health_plot(hrows, out)
             else:
-                hist = hist_f.result()
+                hist = hist_f.result().hist
                 if hist:
-                    pngs["Latency distribution"] = _latency_plot(
-                        [(float(r["b"]), int(r["count"])) for r in hist], out)
-    pct, last, totals = pct_f.result(), last_f.result(), totals_f.result()
+                    pngs["Latency distribution"] = _latency_plot(hist, out)
+    lats, last, totals = hist_f.result(), last_f.result(), totals_f.result()
     assert totals is not None
     log("report: %d points of rate, %d nodes, %d topics with readings"
         % (sum(len(v) for v in rates.values()), len(hrows), len(last)))
     figs = [(title, pngs[title]) for title in (
         "Message rate per topic", "Readings over time", "Readings per board",
         "Latency distribution", "Per-node health") if title in pngs]
-    p = pct["p"] if pct is not None and pct["p"] else None
     summary: list[list[Any]] = [["messages", int(totals["messages"] or 0)],
                ["topics", int(totals["topics"] or 0)],
                ["late (counted in their windows) / too late (counted where they arrived)",
                 "%d / %d" % (int(totals["late"] or 0), int(totals["too_late"] or 0))],
-               ["deliveries", int(pct["n"]) if pct is not None else 0],
+               ["deliveries", lats.n],
                ["latency p50 / p90 / p99 / max (ms)",
-                " / ".join(_fmt(x) for x in p) if p else "-"],
+                " / ".join(_fmt(x) for x in lats.percentiles) if lats.n else "-"],
                ["journal", str(journal)], ["tables", str(tables)]]
     health_rows = [[r["node"], r["published"], r["delivered_to"], r["dropped_to"], r["lost"],
                     r["ups"], r["reconnects"], r["downs"]] for r in hrows]
