@@ -91,6 +91,10 @@ def run_batch(spark: SparkSession, journal: str | Path, out: str | Path, *, wind
     if not files:
         raise PipelineError("no finished journal files (journal-*.jsonl) in %s yet: the bridge "
                             "renames them into place on rotation (--journal-max-age)" % journal)
+    if report is not None:
+        from .report import preload
+
+        preload()
     rows, tables, stats = compute(spark, journal, window=window, watermark=watermark,
                                   late_ms=late_ms, reading_key=reading_key, log=log,
                                   backlog=backlog)

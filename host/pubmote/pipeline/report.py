@@ -35,6 +35,18 @@ def _plt() -> Any:
     return plt
 
 
+def preload() -> Future[Any]:
+    """Import matplotlib in a background thread (the first call of _plt), to be called as a
+    run with a report starts: its import (1.1 s, font cache included) then overlaps the
+    tables' job, which keeps this process waiting on Spark, instead of holding the GIL
+    while the report's queries answer."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pubmote-matplotlib")
+    try:
+        return pool.submit(_plt)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one task
+
+
 def _save(fig: Any, path: Path, left: float = 0.07, bottom: float = 0.2, top: float = 0.9
           ) -> str:
     # fixed margins: tight_layout() measured every label by drawing the figure once more
