@@ -8,9 +8,9 @@ import math
 import random
 from typing import Any
 
-import oracle
 import pytest
 
+import oracle
 from pubmote.pipeline.report import BINS_PER_DECADE, LATENCY_DIGITS, PERCENTILES, latency_summary
 
 
@@ -21,7 +21,7 @@ def _cases() -> list[list[float | None]]:
              (1 - 1e-9, 1 + 1e-9)] + [1.0, 10.0, 100.0, 1000.0]
     repeats = [round(rnd.gauss(12, 3), 3) for _ in range(2000)]  # the journal's 1 µs steps
     return [spread, edges + spread[:50], repeats,
-            [0.0, 0.0, -0.5, -2.25, 3.0] + repeats[:40],  # a clock stepped back
+            [0.0, 0.0, -0.5, -2.25, 3.0, *repeats[:40]],  # a clock stepped back
             [None, 4.5, None, 7.25],
             [42.0], [-1.0, -3.0], [0.0], [None], []]
 
@@ -49,3 +49,12 @@ def test_latency_summary_matches_plain_python(spark: Any, values: list[float | N
         assert want is not None
         # the group's largest latency: never below the exact one, within the digits kept
         assert want <= x <= want + abs(want) * tol, (p, x, want)
+
+
+def test_preload_imports_pyplot_on_agg_in_the_background() -> None:
+    from pubmote.pipeline.report import preload
+
+    f = preload()
+    plt = f.result(timeout=120)
+    assert plt.__name__ == "matplotlib.pyplot"
+    assert plt.get_backend().lower() == "agg"  # no screen on a gateway
