@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,13 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
     col = Collector(bridge.sp_pub, TOPIC)
     try:
         await col.wait_for(TOPIC, 10, timeout_s=180)
+        # the outage lasts outage_s of the board's time: an emulated Pico starved of CPU
+        # takes its readings slower than the wall clock, and would take too few of them in
+        # outage_s of the wall's for the count below to mean anything
+        stretch = 1 / await board_speed(col)
         await bridge.stop()
         before = len(_boots(col.with_prefix(TOPIC))[0][0])
-        await asyncio.sleep(outage_s)  # the board takes its readings, the bridge away
+        await asyncio.sleep(outage_s * stretch)  # the board takes its readings, the bridge away
         board.power_off()
         left = None
         if kind != "pico":
@@ -82,7 +87,7 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
             log = OutLog(str(tmp / "outbox-at-cut"))
             left = [cbor2.loads(f[1])["seq"] for f in log.replay()]
         board.start()
-        await asyncio.sleep(outage_s)
+        await asyncio.sleep(outage_s * stretch)
         assert board.crashed() is None, board.crashed()
         await bridge.start()
         # the second boot's readings in the outage (fewer: it booted first), and a few more
@@ -97,6 +102,21 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
     return {"boots": boots, "in_order": in_order, "left": left, "before": before,
             "taken_in_outage": outage_s * 1000 / period_ms, "period_ms": period_ms,
             "max_gap_ms": max(b - a for a, b in itertools.pairwise(times[0]))}
+
+
+async def board_speed(col: Collector, n: int = 5) -> float:
+    """The board's clock against the wall's (at most 1, at least 0.1): the board-time
+    between the arrivals of two of its readings n apart, over the wall time between them."""
+    async def next_arrival(count: int) -> tuple[float, float]:
+        async with asyncio.timeout(180):
+            while len(col.with_prefix(TOPIC)) < count:
+                await asyncio.sleep(0.02)
+        return time.monotonic(), _boots(col.with_prefix(TOPIC))[2][-1][-1]
+
+    have = len(col.with_prefix(TOPIC))
+    wall0, board0 = await next_arrival(have + 1)
+    wall1, board1 = await next_arrival(have + 1 + n)
+    return min(1.0, max(0.1, (board1 - board0) / 1000 / max(wall1 - wall0, 1e-3)))
 
 
 async def wait_second_boot(col: Collector, n2: int) -> None:
