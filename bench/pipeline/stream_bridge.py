@@ -42,20 +42,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of one process (MB), from /proc; 0 when it is gone."""
-    try:
-        for line in Path("/proc/%d/status" % pid).read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and its descendants (MB), from /proc."""
-    return sum(rss_mb(p) for p in [pid, *procs.descendants(pid)])
+    return sum(procs.rss_kb(p) for p in [pid, *procs.descendants(pid)]) / 1024
 
 
 def wait_for(pred: Callable[[], bool], timeout_s: float, what: str,
@@ -123,7 +112,7 @@ def main() -> int:
                     if proc.poll() is not None:
                         raise SystemExit("the %s died:\n%s"
                                          % (name, log.read_text(errors="replace")[-3000:]))
-                rss.append((time.time() - t0, tree_rss_mb(job.pid), rss_mb(job.pid)))
+                rss.append((time.time() - t0, tree_rss_mb(job.pid), procs.rss_kb(job.pid) / 1024))
                 time.sleep(1.0)
             end_process(board, signal.SIGINT, grace_s=10)
             reader.join(timeout=10)

@@ -1,7 +1,7 @@
 """The processes below a PID, from /proc (Linux): what a test, a bench or the pipeline
-started, and what those started in turn (a Spark driver's JVM, a worker's executors); and
-a Ctrl-C held back while something must not be cut in half (a child's start, an event
-loop's making)."""
+started, and what those started in turn (a Spark driver's JVM, a worker's executors), and
+their resident memory; and a Ctrl-C held back while something must not be cut in half (a
+child's start, an event loop's making)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,19 @@ def cmdline(pid: int) -> str:
             errors="replace")
     except OSError:
         return ""
+
+
+def rss_kb(pid: int) -> int:
+    """pid's resident memory in KiB, from /proc/PID/status (0 once it is gone). Cheap, unlike
+    smaps_rollup, which walks the whole memory map holding the lock the process's page
+    faults wait for."""
+    try:
+        for line in Path("/proc/%d/status" % pid).read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0  # gone, or a zombie
 
 
 @contextmanager

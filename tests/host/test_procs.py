@@ -1,4 +1,5 @@
-"""pubmote.procs: the processes below a PID, and a Ctrl-C held back while a child starts."""
+"""pubmote.procs: the processes below a PID, their resident memory, and a Ctrl-C held back
+while a child starts."""
 
 from __future__ import annotations
 
@@ -73,3 +74,15 @@ def test_descendants_lists_grandchildren_and_cmdline_names_them() -> None:
         p.kill()
         p.wait(10)
     assert procs.cmdline(p.pid) == ""
+
+
+def test_rss_kb_follows_a_process_and_is_0_once_it_is_gone() -> None:
+    before = procs.rss_kb(os.getpid())
+    ballast = bytearray(64 * 1024 * 1024)  # 64 MiB, every page touched below
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    assert procs.rss_kb(os.getpid()) >= before + 60 * 1024
+    del ballast
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert procs.rss_kb(p.pid) == 0  # reaped: no /proc entry
