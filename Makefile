@@ -146,7 +146,7 @@ bench: setup firmware
 	$(PY) bench/mesh/run.py $(if $(QUICK),--size-mb 1 --ping-seconds 0.5)
 	$(PY) bench/gossip/run.py $(if $(QUICK),--nodes 3 --seconds 0.5 --rates 10$(comma)25)
 	$(PY) bench/dht/run.py $(if $(QUICK),--nodes 10 --rounds 2)
-	$(PY) bench/pipeline/run.py $(if $(QUICK),--rows 1000)
+	$(PY) bench/pipeline/run.py $(if $(QUICK),--rows 1000 --warm-up-runs 1)
 	$(PY) bench/pipeline/stream_lag.py $(if $(QUICK),--files 2)
 	$(PY) bench/pipeline/stream_bridge.py $(if $(QUICK),--seconds 20)
 

@@ -8,11 +8,11 @@ tree (for Spark: the Python driver, the JVM and any Python workers), as ratios. 
 figure includes starting its JVM, which a long-running --follow job pays once, from the
 class archive that `make setup` or a first batch run saves (pipeline/jvm_archive.py).
 At the smallest size, the same job again on a warm `pubmote pipeline serve` (Spark
-Connect: the job's process starts no JVM; the server has run it WARM_UP_RUNS times),
+Connect: the job's process starts no JVM; the server has run it --warm-up-runs times),
 alone and with its report: its CPU seconds and memory are the client's and the server's
 during the job.
 
-    python bench/pipeline/run.py [--rows 1000000 10000000]
+    python bench/pipeline/run.py [--rows 1000000 10000000] [--warm-up-runs 3]
 """
 
 from __future__ import annotations
@@ -297,6 +297,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000],
                     help="journal sizes to run (default: 1M and 10M rows)")
+    ap.add_argument("--warm-up-runs", type=int, default=WARM_UP_RUNS, metavar="N",
+                    help="runs of the job on the new server before the warm rows, the last "
+                         "with a report (default %d; make bench QUICK=1: 1)" % WARM_UP_RUNS)
     args = ap.parse_args()
     full = ROOT / "build" / "bench" / "pipeline" / "journal"
     print("pipeline bench: synthetic journals (bridge format) of %s rows in %s"
@@ -337,10 +340,10 @@ def main() -> int:
                 # job with its report (CPU s and memory: the client's and the server's)
                 server = Server(Path(tmp) / "serve.log")
                 try:
-                    for i in range(WARM_UP_RUNS):
+                    for i in range(args.warm_up_runs):
                         run_engine(REMOTE_JOB, journal, Path(tmp) / ("warm-up-%d" % i),
                                    server.url, *([str(Path(tmp) / "warm-up-report")]
-                                                 if i == WARM_UP_RUNS - 1 else []))
+                                                 if i == args.warm_up_runs - 1 else []))
                     res[WARM] = run_engine(REMOTE_JOB, journal, Path(tmp) / "remote",
                                            server.url, server=server.p.pid)
                     warm_report[rows] = run_engine(
