@@ -165,7 +165,7 @@ def sample_tree(pid: int, cpu_s: dict[int, float], *, pss: bool = True) -> tuple
                     elif line.startswith("Pss:"):
                         pss_b += int(line.split()[1]) * 1024
             else:
-                rss += procs.rss_kb(p) * 1024
+                rss += (procs.status_kb("VmRSS", p) or 0) * 1024
         except OSError:
             pass
     return rss, pss_b

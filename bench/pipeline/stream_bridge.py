@@ -44,7 +44,7 @@ def free_port() -> int:
 
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a process and its descendants (MB), from /proc."""
-    return sum(procs.rss_kb(p) for p in [pid, *procs.descendants(pid)]) / 1024
+    return sum(procs.status_kb("VmRSS", p) or 0 for p in [pid, *procs.descendants(pid)]) / 1024
 
 
 def wait_for(pred: Callable[[], bool], timeout_s: float, what: str,
@@ -112,7 +112,8 @@ def main() -> int:
                     if proc.poll() is not None:
                         raise SystemExit("the %s died:\n%s"
                                          % (name, log.read_text(errors="replace")[-3000:]))
-                rss.append((time.time() - t0, tree_rss_mb(job.pid), procs.rss_kb(job.pid) / 1024))
+                rss.append((time.time() - t0, tree_rss_mb(job.pid),
+                            (procs.status_kb("VmRSS", job.pid) or 0) / 1024))
                 time.sleep(1.0)
             end_process(board, signal.SIGINT, grace_s=10)
             reader.join(timeout=10)

@@ -52,17 +52,18 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-def rss_kb(pid: int) -> int:
-    """pid's resident memory in KiB, from /proc/PID/status (0 once it is gone). Cheap, unlike
-    smaps_rollup, which walks the whole memory map holding the lock the process's page
-    faults wait for."""
+def status_kb(key: str, pid: int | str = "self") -> int | None:
+    """A process's VmRSS, VmHWM... in KiB, from /proc/PID/status; None once it is gone (or a
+    zombie, which has no memory left to tell). Cheap, unlike smaps_rollup, which walks the
+    whole memory map holding the lock the process's page faults wait for."""
     try:
-        for line in Path("/proc/%d/status" % pid).read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
+        text = Path("/proc/%s/status" % pid).read_text()
     except OSError:
-        pass
-    return 0  # gone, or a zombie
+        return None
+    for line in text.splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return None
 
 
 @contextmanager

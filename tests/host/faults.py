@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from measure import Bound, Measure, proc_kb
+from measure import Bound, Measure
 
 from e2e import (
     APPS,
@@ -32,6 +32,7 @@ from e2e import (
     probe_report,
     wait_until,
 )
+from pubmote import procs
 from pubmote.boards.fleet import SimFleet
 from pubmote.core.auth import key_for_board
 from pubmote.gateway.bridge import Bridge
@@ -209,12 +210,12 @@ async def flood_from_one_board(tmp: Path, *, seconds: float = 6,
             flood_start = _count(bridge, b"/bench/sim1/data")
             m.bound = Bound(bridge.cfg).sp_pub(1).boards()
             m.before()
-            rss_start = proc_kb("VmRSS") or -1
+            rss_start = procs.status_kb("VmRSS") or -1
             t0 = time.monotonic()
             await asyncio.sleep(seconds)
             elapsed = time.monotonic() - t0
             flood_msgs = _count(bridge, b"/bench/sim1/data") - flood_start
-            rss_end = proc_kb("VmRSS") or -1
+            rss_end = procs.status_kb("VmRSS") or -1
             m.sample()
             flood.power_off()
             calm.power_off()

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pubmote.procs import status_kb
+
 KIB = 1024
 MIB = 1024 * KIB
 RECOVERY_S = 10.0  # a genuine board is served again within this of the attacker leaving
@@ -33,18 +35,6 @@ TOPIC = 2355                   # ~2.3 KiB: a topic and its last value, up to 1 K
 ROUTE = 205                    # ~0.2 KiB
 PIT_ENTRY = 1126               # ~1.1 KiB, measured
 JOURNAL_RECORD = 100           # a backlog record's own objects, beside its bytes
-
-
-def proc_kb(key: str, pid: int | str = "self") -> int | None:
-    """A process's VmRSS, VmHWM... from /proc, in KiB; None once it is gone."""
-    try:
-        text = Path("/proc/%s/status" % pid).read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    return None  # a zombie: no memory left to tell
 
 
 def reset_peak(pid: int | str = "self") -> None:
@@ -157,14 +147,14 @@ class Measure:
     def before(self) -> None:
         """The attack starts: the peak is counted from here."""
         reset_peak(self.pid)
-        now = proc_kb("VmRSS", self.pid)
+        now = status_kb("VmRSS", self.pid)
         if now is not None:
             self.rss.update(before=now, peak=now, after=now)
 
     def sample(self) -> None:
         """Fold the process's peak since before() into `peak` and its size now into `after`
         (nothing, once the process is gone)."""
-        peak, now = proc_kb("VmHWM", self.pid), proc_kb("VmRSS", self.pid)
+        peak, now = status_kb("VmHWM", self.pid), status_kb("VmRSS", self.pid)
         if peak is not None:
             self.rss["peak"] = max(self.rss.get("peak", 0), peak)
         if now is not None:

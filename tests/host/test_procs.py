@@ -76,13 +76,14 @@ def test_descendants_lists_grandchildren_and_cmdline_names_them() -> None:
     assert procs.cmdline(p.pid) == ""
 
 
-def test_rss_kb_follows_a_process_and_is_0_once_it_is_gone() -> None:
-    before = procs.rss_kb(os.getpid())
+def test_status_kb_follows_a_process_and_is_none_once_it_is_gone() -> None:
+    before = procs.status_kb("VmRSS", os.getpid())
+    assert before is not None
     ballast = bytearray(64 * 1024 * 1024)  # 64 MiB, every page touched below
     for i in range(0, len(ballast), 4096):
         ballast[i] = 1
-    assert procs.rss_kb(os.getpid()) >= before + 60 * 1024
+    assert (procs.status_kb("VmRSS") or 0) >= before + 60 * 1024  # "self" too
     del ballast
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
-    assert procs.rss_kb(p.pid) == 0  # reaped: no /proc entry
+    assert procs.status_kb("VmRSS", p.pid) is None  # reaped: no /proc entry

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from jobs import PipelineJob, committed_batches, jvms
-from measure import proc_kb
 
 import oracle
+from pubmote import procs
 from pubmote.pipeline.batch import compute
 from pubmote.pipeline.synth import records, write_journal
 
@@ -50,7 +50,7 @@ def test_follow_is_exactly_once_across_kill_9(spark: Any, connect_url: str,
             if n == 0:  # a resident job's JVM took its whole heap as it started
                 (pid, line), = jvms(job.p.pid).items()
                 assert "-Xms480m -XX:+AlwaysPreTouch" in line, line
-                rss_kib = proc_kb("VmRSS", pid)
+                rss_kib = procs.status_kb("VmRSS", pid)
                 assert rss_kib is not None and rss_kib > 480 << 10, rss_kib
             # aim for the worst moment: a batch planned (offsets written) but not committed
             deadline = time.monotonic() + 5
