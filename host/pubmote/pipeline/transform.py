@@ -116,8 +116,8 @@ def topic_windows(df: DataFrame, window: str, watermark: str,
     # What each row counts in, as 0/1 columns computed before the group-by: in the scan's
     # generated code, once per row. In the aggregate they cost more: the latency list makes
     # it an object aggregate, which Spark runs without whole-stage code generation, and
-    # each count there compared the outcome's string again (11-13 % less CPU at 10M rows
-    # this way, bench/pipeline/PROFILE.md).
+    # each count there compared the outcome's string again (on a warm server, 11-13 % less
+    # CPU at 10M rows this way; bench/pipeline/PROFILE.md).
     flags = {"messages": out == "relayed",
              "delivered": out == "delivered",
              "dropped": out.isin("dropped", "nacked"),
