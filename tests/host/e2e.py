@@ -197,6 +197,16 @@ class Publisher:
         self.sock.close()
 
 
+def relayed_lines(journal: Path, prefix: bytes) -> list[bytes]:
+    """`topic|payload` lines of what a bridge relayed on the topic of `prefix` (`topic|`),
+    in order, from its journal (every run's, once each has stopped): the record of what
+    reached the bridge. A subscriber re-dialling a restarted bridge can miss the first
+    messages it relays: SP's PUB sends only to subscribers connected then."""
+    topic = prefix[:-1].decode()
+    return [prefix + bytes.fromhex(r["payload"]) for r in journal_records(journal)
+            if r.get("outcome") == "relayed" and r.get("topic") == topic]
+
+
 class BridgeProcess:
     """`pubmote bridge` in a process of its own on one board's serial line (SP PUB and SUB
     on free loopback ports, anonymous boards allowed), for a test that stops it and starts
