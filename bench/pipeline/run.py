@@ -244,7 +244,7 @@ def where_the_time_goes(r: dict[str, Any]) -> str:
     """A warm remote run's phases, from its log lines' times."""
     marks = {name: t for t, name in r["marks"]}
     start = r["startup_s"]
-    tables = start + tables_s(r)
+    tables = marks.get("wrote", start)  # the last table written
     spark_report = marks.get("report", tables)
     # (the plots are drawn as the report's queries answer: one phase)
     return ("Python, imports and the session %.2f s, the two tables %.2f s, the report's "

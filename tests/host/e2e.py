@@ -197,14 +197,20 @@ class Publisher:
         self.sock.close()
 
 
-def relayed_lines(journal: Path, prefix: bytes) -> list[bytes]:
-    """`topic|payload` lines of what a bridge relayed on the topic of `prefix` (`topic|`),
-    in order, from its journal (every run's, once each has stopped): the record of what
-    reached the bridge. A subscriber re-dialling a restarted bridge can miss the first
-    messages it relays: SP's PUB sends only to subscribers connected then."""
-    topic = prefix[:-1].decode()
-    return [prefix + bytes.fromhex(r["payload"]) for r in journal_records(journal)
+def relayed_records(journal: Path, topic: str) -> list[dict[str, Any]]:
+    """The `relayed` records of topic in a bridge's journal folder, in order (every run's,
+    once each has stopped): the record of what reached the bridge. A subscriber
+    re-dialling a restarted bridge can miss the first messages it relays: SP's PUB sends
+    only to subscribers connected then."""
+    return [r for r in journal_records(journal)
             if r.get("outcome") == "relayed" and r.get("topic") == topic]
+
+
+def relayed_lines(journal: Path, prefix: bytes) -> list[bytes]:
+    """relayed_records of the topic of `prefix` (`topic|`) as `topic|payload` lines, as an
+    SP subscriber would have heard them."""
+    return [prefix + bytes.fromhex(r["payload"])
+            for r in relayed_records(journal, prefix[:-1].decode())]
 
 
 class BridgeProcess:

@@ -24,7 +24,7 @@ from e2e import (
     boards_registered,
     bridge_with_boards,
     free_port,
-    journal_records,
+    relayed_records,
     wait_until,
 )
 from pubmote.core.hub import Hub
@@ -60,10 +60,6 @@ def test_ndn_python_repo_parser_skips_taken_time() -> None:
     assert notify.taken_ms(notify.parse_notify_interest(bytes(buf[:n]))[4]) == 1_700_000_000_123
 
 
-def _relayed(recs: list[dict[str, Any]], topic: str) -> list[dict[str, Any]]:
-    return [r for r in recs if r.get("outcome") == "relayed" and r.get("topic") == topic]
-
-
 async def _offset_run(tmp: Path, form: str
                       ) -> tuple[list[bytes], list[dict[str, Any]], int]:
     url = "tcp://127.0.0.1:%d" % free_port()
@@ -78,7 +74,7 @@ async def _offset_run(tmp: Path, form: str
             batched = bridge.hub.counters["batched"]
         finally:
             col.close()
-    return lines, _relayed(journal_records(tmp / "journal"), "/test/sim1/clock"), batched
+    return lines, relayed_records(tmp / "journal", "/test/sim1/clock"), batched
 
 
 @pytest.mark.timeout(180)
@@ -149,7 +145,7 @@ async def _outage(tmp: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
             sim.terminate()
             await sim.wait()
     readings = [cbor2.loads(x[len(DEMO):]) for x in col.with_prefix(DEMO)]
-    journal = _relayed(journal_records(tmp / "journal"), DEMO[:-1].decode())
+    journal = relayed_records(tmp / "journal", DEMO[:-1].decode())
     return readings, journal, t_restart
 
 

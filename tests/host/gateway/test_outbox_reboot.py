@@ -79,7 +79,8 @@ async def _reboot_in_outage(tmp: Path, kind: str) -> dict[str, Any]:
         # clock is the host's: its readings' arrivals, bunched and spread by a loaded
         # machine, once made a stretch of several times, an outage of more readings than
         # its heap holds in the outbox (a 35 s one: 175 in the log at the cut, and the
-        # reboot's replay kept the newest 65: the heap's bound, by design, counted)
+        # reboot's replay kept only the newest, from the 120th: the heap's bound, by
+        # design, counted in outbox_dropped)
         stretch = 1 / await board_speed(col) if kind == "pico" else 1.0
         await bridge.stop()
         before = len(_boots(relayed_lines(journal, TOPIC))[0][0])
